@@ -24,6 +24,7 @@ from ragline.models.gguf import QWEN_CODER_05B, assemble
 from ragline.settings import get_settings
 
 PROVIDER = "ragline"
+litellm.suppress_debug_info = True  # errors reach the user as one line of ours, not litellm banners
 _SAMPLING_KEYS = ("temperature", "top_p", "seed", "stop")
 
 

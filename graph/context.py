@@ -1,0 +1,37 @@
+"""Runtime handles of one run (the seed's PipelineContext): never written into checkpoints.
+
+Passed as LangGraph runtime context: `graph.astream(input, config, context=RunContext(...))`.
+Studio shows the serialisable fields as a form; the event sink and the cancel flag are set by
+the code that hosts the run (CLI, HTTP service, a parent graph).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+EventSink = Callable[[Any], None]
+
+
+@dataclass
+class RunContext:
+    session_id: str = field(default="", metadata={"description": "Session (thread) the turn belongs to; generated when empty."})
+    request_id: str = field(default="", metadata={"description": "Id pairing the user and assistant messages of this turn; generated when empty."})
+    user_message_id: str = field(default="", metadata={"description": "Id of the user message; generated when empty."})
+    assistant_message_id: str = field(default="", metadata={"description": "Id of the assistant message; generated when empty."})
+    tenant_id: str = field(default="default", metadata={"description": "Tenant whose knowledge bases may be searched."})
+    # Host-provided handles (not JSON): typed Any so Studio's schema stays plain.
+    event_sink: Any = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well."})
+    cancel_event: Any = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
+
+    def is_cancelled(self) -> bool:
+        event = self.cancel_event
+        return isinstance(event, threading.Event) and event.is_set()
+
+
+def context_of(runtime: Any) -> RunContext:
+    """The run's context, or an empty one when the caller gave none (Studio, a parent graph)."""
+    context = getattr(runtime, "context", None)
+    return context if isinstance(context, RunContext) else RunContext()

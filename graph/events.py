@@ -1,0 +1,132 @@
+"""Typed stream events (the seed's StreamResponse) and the constructors nodes build them with.
+
+Nodes never assemble dicts: they call `events.answer(...)`, `events.tool_call(...)` and pass the
+result to `emit`, which writes to LangGraph's custom stream (and to the host's sink, if any).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from langgraph.config import get_stream_writer
+from pydantic import BaseModel, Field
+
+from ragline.graph.context import RunContext
+from ragline.graph.state import TurnIds
+
+
+class ResponseType(StrEnum):
+    """Every response_type of the seed's SSE protocol (internal/types/chat.go)."""
+
+    AGENT_QUERY = "agent_query"  # request accepted; carries session and assistant message ids
+    THINKING = "thinking"  # reasoning delta
+    ANSWER = "answer"  # answer delta; data.truncated when cut by the output limit
+    REFERENCES = "references"  # knowledge references, before the answer
+    TOOL_CALL = "tool_call"  # tool or progress window opened
+    TOOL_RESULT = "tool_result"  # tool or progress window closed; data.success
+    COMMAND_OUTPUT = "command_output"
+    INSTALL_OUTPUT = "install_output"
+    REFLECTION = "reflection"
+    SESSION_TITLE = "session_title"
+    ERROR = "error"  # the whole turn failed (done=True: terminal)
+    COMPLETE = "complete"  # end of stream
+    TOOL_APPROVAL_REQUIRED = "tool_approval_required"
+    TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
+    MCP_OAUTH_REQUIRED = "mcp_oauth_required"
+    MCP_OAUTH_RESOLVED = "mcp_oauth_resolved"
+    MEMORY_RECALLED = "memory_recalled"
+    ARTIFACTS_PENDING = "artifacts_pending"
+    USER_MESSAGE_INJECTED = "user_message_injected"
+    CONTEXT_COMPACTED = "context_compacted"
+    INSTALL_PROMPT = "install_prompt"
+    STOP = "stop"  # the user stopped the run (built by the host)
+
+
+class StreamResponse(BaseModel):
+    id: str = Field(description="The request id of the turn.")
+    response_type: ResponseType
+    content: str = ""
+    done: bool = False
+    knowledge_references: list[dict[str, Any]] | None = None
+    session_id: str | None = None
+    assistant_message_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class ProgressWindow(StrEnum):
+    """Front-end progress cards opened by tool_call and closed by tool_result (progress.go)."""
+
+    QUERY_UNDERSTAND = "query_understand"
+    KNOWLEDGE_SEARCH = "knowledge_search"
+
+
+def _base(turn: TurnIds, kind: ResponseType, **fields: Any) -> StreamResponse:
+    return StreamResponse(
+        id=turn.request_id,
+        response_type=kind,
+        session_id=turn.session_id,
+        assistant_message_id=turn.assistant_message_id,
+        **fields,
+    )
+
+
+def agent_query(turn: TurnIds, query: str) -> StreamResponse:
+    return _base(turn, ResponseType.AGENT_QUERY, content=query, data={"request_id": turn.request_id})
+
+
+def answer(turn: TurnIds, text: str, *, done: bool = False, truncated: bool = False) -> StreamResponse:
+    return _base(turn, ResponseType.ANSWER, content=text, done=done, data={"truncated": True} if truncated else None)
+
+
+def thinking(turn: TurnIds, text: str, *, done: bool = False) -> StreamResponse:
+    return _base(turn, ResponseType.THINKING, content=text, done=done)
+
+
+def references(turn: TurnIds, items: list[dict[str, Any]]) -> StreamResponse:
+    return _base(turn, ResponseType.REFERENCES, knowledge_references=items)
+
+
+def tool_call(turn: TurnIds, window: ProgressWindow, arguments: dict[str, Any] | None = None) -> StreamResponse:
+    return _base(
+        turn,
+        ResponseType.TOOL_CALL,
+        data={"tool_name": window.value, "tool_call_id": f"{turn.request_id}:{window.value}", "arguments": arguments or {}},
+    )
+
+
+def tool_result(turn: TurnIds, window: ProgressWindow, *, success: bool, output: dict[str, Any] | None = None, error: str | None = None) -> StreamResponse:
+    data: dict[str, Any] = {"tool_name": window.value, "tool_call_id": f"{turn.request_id}:{window.value}", "success": success}
+    if output:
+        data["output"] = output
+    if error:
+        data["error"] = error
+    return _base(turn, ResponseType.TOOL_RESULT, data=data)
+
+
+def error(turn: TurnIds, message: str, *, code: str, done: bool = True) -> StreamResponse:
+    return _base(turn, ResponseType.ERROR, content=message, done=done, data={"code": code})
+
+
+def session_title(turn: TurnIds, title: str) -> StreamResponse:
+    return _base(turn, ResponseType.SESSION_TITLE, content=title, done=True)
+
+
+def stop(turn: TurnIds) -> StreamResponse:
+    return _base(turn, ResponseType.STOP, done=True)
+
+
+def complete(turn: TurnIds, *, stopped: bool = False) -> StreamResponse:
+    return _base(turn, ResponseType.COMPLETE, done=True, data={"stopped": True} if stopped else None)
+
+
+def emit(context: RunContext | None, event: StreamResponse) -> None:
+    """Deliver an event: LangGraph's custom stream, plus the host's sink when it gave one."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a graph run (e.g. by a host after the run)
+        writer = None
+    if writer is not None:
+        writer(event.model_dump(mode="json", exclude_none=True))  # plain JSON: Studio and SSE serialise it as is
+    if context is not None and context.event_sink is not None:
+        context.event_sink(event)

@@ -1,0 +1,221 @@
+"""Graph state: the seed's ChatManage split the LangGraph way.
+
+- `PipelineRequest` (graph/request.py): immutable, written once per turn from the input;
+- the per-turn keys below (PipelineState), each with a reducer where several writers meet;
+- runtime handles (graph/context.py): passed as LangGraph runtime context, never checkpointed.
+
+A session is a LangGraph thread: `messages` accumulates the conversation across turns, while
+`begin_turn` resets every per-turn key so a turn never sees the previous turn's results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+from ragline.graph.request import PipelineRequest
+
+
+class QueryIntent(StrEnum):
+    """types.QueryIntent: what the user wants, as classified by query_understand."""
+
+    KB_SEARCH = "kb_search"
+    WEB_SEARCH = "web_search"
+    GREETING = "greeting"
+    CHITCHAT = "chitchat"
+    FOLLOW_UP = "follow_up"
+    IMAGE_ONLY = "image_only"
+    DOC_ONLY = "doc_only"
+    SUMMARIZE = "summarize"
+    CLARIFICATION = "clarification"
+
+
+_KB_RETRIEVAL_INTENTS = {"", QueryIntent.KB_SEARCH, QueryIntent.CLARIFICATION, QueryIntent.SUMMARIZE}
+
+
+def normalize_intent(raw: object) -> str:
+    """NormalizeQueryIntent: case, '-' and spaces ignored; unknown labels become '' (= search)."""
+    if not isinstance(raw, str):
+        return ""
+    label = raw.strip().lower().replace("-", "_").replace(" ", "_")
+    return label if label in QueryIntent._value2member_map_ else ""
+
+
+def needs_kb_retrieval(intent: str) -> bool:
+    return intent in _KB_RETRIEVAL_INTENTS
+
+
+def needs_retrieval(intent: str, request: PipelineRequest) -> bool:
+    """ChatManage.NeedsRetrieval: KB intents, or web_search when web search is on."""
+    if intent == QueryIntent.WEB_SEARCH:
+        return request.web_search_enabled
+    return needs_kb_retrieval(intent)
+
+
+class ErrorKind(StrEnum):
+    """The seed's predefined PluginErrors that change the route."""
+
+    SEARCH_NOTHING = "search_nothing"  # not a failure: routes to the fallback answer
+    MODEL_CALL = "model_call"
+    GET_CHAT_MODEL = "get_chat_model"
+    RERANK = "rerank"
+    INVALID_INPUT = "invalid_input"
+
+
+@dataclass(frozen=True)
+class PipelineError:
+    kind: ErrorKind
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TurnIds:
+    """Ids of one user turn, fixed when the turn starts so a resumed run keeps them."""
+
+    session_id: str
+    request_id: str
+    user_message_id: str
+    assistant_message_id: str
+
+
+@dataclass(frozen=True)
+class HistoryTurn:
+    """One earlier question/answer round (types.History)."""
+
+    request_id: str
+    query: str
+    answer: str
+    references: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    """The answer of this turn (chatManage.ChatResponse)."""
+
+    content: str
+    thinking: str = ""
+    finish_reason: str | None = None
+    truncated: bool = False
+    stopped: bool = False
+    fallback: bool = False
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+def content_signature(content: str) -> str:
+    """searchutil.BuildContentSignature: whitespace- and case-insensitive hash of a passage."""
+    normalized = " ".join(content.lower().split())
+    return hashlib.sha1(normalized.encode("utf-8")).hexdigest()
+
+
+def _result_keys(result: Any) -> tuple[str, str]:
+    if isinstance(result, dict):
+        return str(result.get("id", "")), content_signature(str(result.get("content", "")))
+    return str(getattr(result, "id", "")), content_signature(str(getattr(result, "content", "")))
+
+
+def merge_search_results(existing: list[Any] | None, new: list[Any] | None) -> list[Any]:
+    """Reducer of parallel search branches (replaces Clone + RunParallel + removeDuplicateResults).
+
+    A result is dropped when its chunk id or its content signature was already seen; the first
+    occurrence wins, so the order is stable.
+    """
+    merged: list[Any] = []
+    seen_ids: set[str] = set()
+    seen_signatures: set[str] = set()
+    for result in [*(existing or []), *(new or [])]:
+        chunk_id, signature = _result_keys(result)
+        if (chunk_id and chunk_id in seen_ids) or signature in seen_signatures:
+            continue
+        if chunk_id:
+            seen_ids.add(chunk_id)
+        seen_signatures.add(signature)
+        merged.append(result)
+    return merged
+
+
+class PipelineState(TypedDict, total=False):
+    """Everything the stages read and write (PipelineRequest + PipelineState of the seed)."""
+
+    request: PipelineRequest
+    messages: Annotated[list[AnyMessage], add_messages]  # the conversation; persists across turns
+
+    # per-turn keys, reset by begin_turn
+    turn: TurnIds
+    rewrite_query: str
+    intent: str
+    image_description: str
+    history: list[HistoryTurn]
+    search_results: Annotated[list[Any], merge_search_results]
+    rerank_results: list[Any]
+    merge_results: list[Any]
+    entities: list[str]
+    entity_kb_ids: list[str]
+    graph_result: dict[str, Any] | None
+    user_content: str
+    rendered_contexts: str
+    system_prompt_override: str | None
+    chat_response: ChatResponse | None
+    error: PipelineError | None
+    open_window: str | None  # the progress window (tool_call) currently open, if any
+
+
+PER_TURN_RESET: dict[str, Any] = {
+    "rewrite_query": "",
+    "intent": "",
+    "image_description": "",
+    "history": [],
+    "rerank_results": [],
+    "merge_results": [],
+    "entities": [],
+    "entity_kb_ids": [],
+    "graph_result": None,
+    "user_content": "",
+    "rendered_contexts": "",
+    "system_prompt_override": None,
+    "chat_response": None,
+    "error": None,
+    "open_window": None,
+}
+# keys with a reducer need langgraph.types.Overwrite to be reset; begin_turn handles them
+PER_TURN_ACCUMULATING = ("search_results",)
+
+
+class PipelineInput(TypedDict):
+    """What a caller sends per turn: the request (the thread keeps the conversation)."""
+
+    request: PipelineRequest
+
+
+class PipelineOutput(TypedDict, total=False):
+    """What a caller gets back. No `messages`: a parent graph's own list would get it twice."""
+
+    turn: TurnIds
+    rewrite_query: str
+    intent: str
+    merge_results: list[Any]
+    chat_response: ChatResponse | None
+    error: PipelineError | None
+
+
+def checkpoint_types() -> list[type]:
+    """Our classes that appear in checkpoints, for the serializer's msgpack allow-list."""
+    from ragline.graph import request
+
+    return [
+        request.PipelineRequest,
+        request.SummaryConfig,
+        request.SearchTarget,
+        request.ImageInput,
+        request.FallbackStrategy,
+        TurnIds,
+        HistoryTurn,
+        ChatResponse,
+        PipelineError,
+        ErrorKind,
+    ]

@@ -1,0 +1,54 @@
+"""fallback: the answer when search found nothing (seed: handleFallbackResponse).
+
+fixed: the request's fallback response (or fallback.yaml's) goes out at once; model: the model
+answers freely with the fallback prompt, streamed with the same truncation rules as an answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragline import prompts
+from ragline.graph import events
+from ragline.graph.context import RunContext, context_of
+from ragline.graph.request import FallbackStrategy, PipelineRequest
+from ragline.graph.state import ChatResponse, PipelineState
+from ragline.models.chat import ChatModelError
+from ragline.nodes._generation import (
+    assistant_message,
+    chat_client_for,
+    chat_options,
+    model_error_update,
+    placeholder_values,
+    stream_answer,
+)
+
+
+def _template(request: PipelineRequest) -> prompts.PromptTemplate:
+    chinese = prompts.detect_language(request.language or request.query).startswith("Chinese")
+    return (prompts.find("fallback", "zh") if chinese else None) or prompts.get("fallback")
+
+
+def fixed_response(request: PipelineRequest) -> str:
+    return request.fallback_response or _template(request).text("response")
+
+
+async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Answer 'nothing found' with the fixed text or a free model answer, as the request says."""
+    request, turn, context = state["request"], state["turn"], context_of(runtime)
+    if request.fallback_strategy == FallbackStrategy.FIXED:
+        text = fixed_response(request)
+        events.emit(context, events.answer(turn, text, done=True))
+        response = ChatResponse(content=text, finish_reason="stop", fallback=True)
+    else:
+        prompt = prompts.render(request.fallback_prompt or _template(request).text("prompt"), **placeholder_values(state))
+        client = chat_client_for(request)
+        try:
+            response = await stream_answer(
+                client, [{"role": "user", "content": prompt}], chat_options(request), turn, context, fallback=True
+            )
+        except ChatModelError as exc:
+            return model_error_update(turn, context, exc)
+    return {"chat_response": response, "error": None, "messages": [assistant_message(turn, response)]}

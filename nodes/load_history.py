@@ -1,0 +1,65 @@
+"""load_history: the conversation's earlier rounds (seed: load_history.go, common.go).
+
+Rounds are the thread's messages paired by request id. The user side is the original question
+(never the rendered prompt with its contexts); the assistant side has its think blocks stripped
+and keeps its knowledge references for merge_history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from ragline import defaults
+from ragline.graph.context import RunContext
+from ragline.graph.state import HistoryTurn, PipelineState
+from ragline.models.think import strip_think
+
+
+def _text(message: AnyMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_request_id: str | None = None) -> list[HistoryTurn]:
+    """The last `max_rounds` complete rounds, oldest first."""
+    if max_rounds <= 0:
+        return []
+    recent = list(messages)[-(max_rounds * 2 + defaults.HISTORY_FETCH_SLACK) :]
+    questions: dict[str, str] = {}
+    rounds: list[HistoryTurn] = []
+    for message in recent:
+        request_id = str(message.additional_kwargs.get("request_id") or "")
+        if not request_id or request_id == current_request_id:
+            continue
+        if isinstance(message, HumanMessage):
+            questions[request_id] = _text(message)
+        elif isinstance(message, AIMessage) and request_id in questions:
+            rounds.append(
+                HistoryTurn(
+                    request_id=request_id,
+                    query=questions.pop(request_id),
+                    answer=strip_think(_text(message)),
+                    references=tuple(message.additional_kwargs.get("references") or ()),
+                )
+            )
+    return rounds[-max_rounds:]
+
+
+def has_history(state: PipelineState) -> bool:
+    """AddIf condition: multi-turn is on and the thread has an earlier answer."""
+    request = state["request"]
+    return request.max_history_rounds > 0 and any(isinstance(m, AIMessage) for m in state.get("messages", []))
+
+
+async def load_history(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Load up to max_history_rounds earlier rounds into `history`; <= 0 rounds loads none."""
+    request = state["request"]
+    turn = state.get("turn")
+    history = pair_history(state.get("messages", []), request.max_history_rounds, turn.request_id if turn else None)
+    return {"history": history}

@@ -1,0 +1,121 @@
+"""query_understand: rewrite the question and classify its intent (seed: query_understand.go).
+
+One model call with rewrite.yaml (or the request's rewrite prompts) returns JSON with the
+self-contained question, the intent and, for images, their description. A separate small model
+may do it, falling back to the chat model when it fails. For intents that need no retrieval the
+system prompt is overridden from intent_prompts.yaml (applyIntentPromptOverride).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragline import defaults, prompts
+from ragline.graph.context import RunContext
+from ragline.graph.request import PipelineRequest
+from ragline.graph.state import HistoryTurn, PipelineState, needs_retrieval
+from ragline.models.chat import ChatClient, ChatModelError, ChatOptions, Message
+from ragline.nodes._generation import language_of
+from ragline.nodes._rewrite_parsing import Understanding, parse_understanding
+from ragline.settings import get_settings
+
+_HISTORY_ANSWER_CHARS = 600  # enough of an earlier answer to resolve references to it
+
+
+def format_conversation(history: list[HistoryTurn]) -> str:
+    if not history:
+        return "(none)"
+    lines = []
+    for turn in history:
+        answer = turn.answer if len(turn.answer) <= _HISTORY_ANSWER_CHARS else turn.answer[:_HISTORY_ANSWER_CHARS] + "…"
+        lines += [f"User: {turn.query}", f"Assistant: {answer}"]
+    return "\n".join(lines)
+
+
+def _vision_model(request: PipelineRequest) -> str | None:
+    """Text+image or image-only input: the chat model if it sees, else the VLM."""
+    if request.chat_model_supports_vision:
+        return request.chat_model
+    return request.vlm_model
+
+
+def candidate_models(request: PipelineRequest) -> list[str | None]:
+    """Models to try in order: the small understanding model first, then the chat model."""
+    if request.images and (vision := _vision_model(request)):
+        return [vision]
+    small = request.query_understand_model or get_settings().query_understand_model
+    return [small, request.chat_model] if small else [request.chat_model]
+
+
+def build_messages(state: PipelineState) -> list[Message]:
+    request = state["request"]
+    template = prompts.get("rewrite")
+    values = {
+        "conversation": format_conversation(state.get("history", [])),
+        "query": request.query or "(image only)",
+        "language": language_of(request),
+        "current_time": prompts.current_time(),
+    }
+    system = prompts.render(request.rewrite_prompt_system or template.text("system"), **values)
+    user_text = prompts.render(request.rewrite_prompt_user or template.text("user"), **values)
+    user: Any = user_text
+    if request.images and _vision_model(request):
+        user = [{"type": "text", "text": user_text}] + [
+            {"type": "image_url", "image_url": {"url": image.url}} for image in request.images
+        ]
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+async def understand(state: PipelineState) -> Understanding:
+    request = state["request"]
+    images = bool(request.images)
+    options = ChatOptions(
+        temperature=0.0,
+        max_tokens=defaults.QUERY_UNDERSTAND_IMAGE_MAX_TOKENS if images else defaults.QUERY_UNDERSTAND_MAX_TOKENS,
+    )
+    messages = build_messages(state)
+    last_error: ChatModelError | None = None
+    for model in candidate_models(request):
+        try:
+            result = await ChatClient.for_model(model).chat(messages, options)
+        except ChatModelError as exc:
+            last_error = exc
+            continue
+        return parse_understanding(result.content, request.query)
+    assert last_error is not None
+    raise last_error
+
+
+def intent_prompt_override(intent: str, request: PipelineRequest) -> str | None:
+    """The system prompt for an intent that needs no retrieval, or None."""
+    if needs_retrieval(intent, request):
+        return None
+    if request.system_prompt_override:
+        return request.system_prompt_override
+    if intent in request.intent_prompts:
+        return request.intent_prompts[intent]
+    template = prompts.find("intent_prompts", intent)
+    return template.text() if template else None
+
+
+async def query_understand(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Rewrite the question with the conversation and classify its intent.
+
+    With rewriting off, or when every model fails, the original question is kept and the intent
+    stays empty (= search), so understanding never blocks an answer.
+    """
+    request = state["request"]
+    if not request.rewrite_enabled:
+        return {"rewrite_query": request.query, "intent": ""}
+    try:
+        result = await understand(state)
+    except ChatModelError:
+        result = Understanding(request.query, "", "", parsed=False)
+    return {
+        "rewrite_query": result.rewrite_query,
+        "intent": result.intent,
+        "image_description": result.image_description,
+        "system_prompt_override": intent_prompt_override(result.intent, request),
+    }

@@ -1,0 +1,5 @@
+import sys
+
+from ragline.cli import main
+
+sys.exit(main())

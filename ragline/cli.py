@@ -1,0 +1,153 @@
+"""The `ragline` command: ask a question, or chat, from the terminal.
+
+`ragline ask "question"` streams one answer (thinking dimmed, answer plain); `ragline chat` keeps a
+multi-turn session, stored in the data directory so it can be continued later with --session.
+Errors are one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import TextIO
+
+from pydantic import ValidationError
+
+from ragline.graph.events import ResponseType, StreamResponse
+
+DIM, RESET = "\033[2m", "\033[0m"
+
+
+class CLIError(Exception):
+    """A problem the user can fix; printed as one line."""
+
+
+def _request_fields(args: argparse.Namespace, query: str) -> dict:
+    fields: dict = {"query": query}
+    if args.model:
+        fields["chat_model"] = args.model
+    if args.max_tokens:
+        fields["summary"] = {"max_tokens": args.max_tokens}
+    if getattr(args, "kb", None):
+        fields["knowledge_base_ids"] = tuple(args.kb)
+    if args.pipeline == "ragline" and not getattr(args, "kb", None):
+        fields["rewrite_enabled"] = False  # pure chat needs no rewrite call
+    return fields
+
+
+class TerminalPrinter:
+    """Renders events: thinking dimmed, answer plain, errors on stderr."""
+
+    def __init__(self, out: TextIO, err: TextIO, color: bool) -> None:
+        self.out, self.err, self.color = out, err, color
+        self._in_thinking = False
+        self.failed = False
+
+    def __call__(self, event: StreamResponse) -> None:
+        kind = event.response_type
+        if kind == ResponseType.THINKING and event.content:
+            if not self._in_thinking and self.color:
+                self.out.write(DIM)
+            self._in_thinking = True
+            self.out.write(event.content)
+        elif kind == ResponseType.ANSWER:
+            self._end_thinking()
+            self.out.write(event.content)
+            if event.done and (event.data or {}).get("truncated"):
+                self.err.write("\n[answer truncated by the output limit]")
+        elif kind == ResponseType.ERROR:
+            self._end_thinking()
+            self.failed = True
+            self.err.write(f"\nerror: {event.content}\n")
+        elif kind == ResponseType.COMPLETE:
+            self._end_thinking()
+            self.out.write("\n")
+        self.out.flush()
+
+    def _end_thinking(self) -> None:
+        if self._in_thinking:
+            self.out.write(RESET + "\n" if self.color else "\n")
+            self._in_thinking = False
+
+
+async def _ask(args: argparse.Namespace, query: str, session_id: str, saver: object) -> bool:
+    from ragline.graph.context import RunContext
+    from ragline.graph.graphs import build_graph
+    from ragline.graph.request import PipelineRequest
+    from ragline.graph.run import stream_turn
+
+    try:
+        request = PipelineRequest(**_request_fields(args, query))
+    except ValidationError as exc:
+        raise CLIError(exc.errors()[0]["msg"]) from None
+    graph = build_graph(args.pipeline, checkpointer=saver)
+    printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty())
+    async for event in stream_turn(graph, request, RunContext(session_id=session_id)):
+        printer(event)
+    return not printer.failed
+
+
+async def _run_ask(args: argparse.Namespace) -> int:
+    from ragline.checkpoints.savers import memory_saver
+
+    ok = await _ask(args, " ".join(args.question), str(uuid.uuid4()), memory_saver())
+    return 0 if ok else 1
+
+
+async def _run_chat(args: argparse.Namespace) -> int:
+    from ragline.checkpoints.savers import sqlite_saver
+    from ragline.settings import get_settings
+
+    session_id = args.session or str(uuid.uuid4())
+    async with sqlite_saver(get_settings().data_dir / "sessions.sqlite") as saver:
+        print(f"session {session_id} (continue later with --session {session_id}); empty line or Ctrl-D quits")
+        while True:
+            try:
+                line = await asyncio.to_thread(input, "> ")
+            except EOFError:
+                break
+            if not line.strip():
+                break
+            await _ask(args, line, session_id, saver)
+    return 0
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="litellm chat model (default: the local model, or RAGLINE_CHAT_MODEL)")
+    parser.add_argument("--max-tokens", type=int, help="upper bound on answer tokens")
+    parser.add_argument("--pipeline", default="ragline", help="graph to run: ragline (default), chat, chat_stream, rag_stream ...")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragline", description="Knowledge question answering as a LangGraph graph.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ask = sub.add_parser("ask", help="answer one question, streamed")
+    ask.add_argument("question", nargs="+", help="the question")
+    _add_model_options(ask)
+    ask.set_defaults(func=lambda a: asyncio.run(_run_ask(a)))
+    chat = sub.add_parser("chat", help="a multi-turn conversation in the terminal")
+    chat.add_argument("--session", help="continue this session id")
+    _add_model_options(chat)
+    chat.set_defaults(func=lambda a: asyncio.run(_run_chat(a)))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CLIError as exc:
+        print(f"ragline: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a last line of defence: one line, not a traceback
+        print(f"ragline: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Shared fixtures: an isolated data directory and the scripted stand-in for remote models."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Set before ragline is imported anywhere: no network for litellm's cost map, isolated data.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from ragline.settings import get_settings  # noqa: E402
+from tests.scripted_model import ScriptedModel  # noqa: E402
+
+SCRIPTED = "openai/scripted"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One data directory per test session (the local model is assembled into it once)."""
+    path = Path(os.environ.get("RAGLINE_TEST_DATA_DIR") or tmp_path_factory.mktemp("ragline-data"))
+    previous = os.environ.get("RAGLINE_DATA_DIR")
+    os.environ["RAGLINE_DATA_DIR"] = str(path)
+    get_settings.cache_clear()
+    yield path
+    if previous is None:
+        os.environ.pop("RAGLINE_DATA_DIR", None)
+    else:
+        os.environ["RAGLINE_DATA_DIR"] = previous
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def scripted_server() -> Iterator[ScriptedModel]:
+    server = ScriptedModel().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def scripted_model(scripted_server: ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
+    """The configured chat model becomes the scripted server, with fresh rules per test."""
+    scripted_server.rules.clear()
+    scripted_server.requests.clear()
+    monkeypatch.setenv("RAGLINE_CHAT_MODEL", SCRIPTED)
+    monkeypatch.setenv("RAGLINE_CHAT_API_BASE", scripted_server.base_url)
+    monkeypatch.setenv("RAGLINE_CHAT_API_KEY", "scripted-key")
+    get_settings.cache_clear()
+    yield scripted_server
+    get_settings.cache_clear()

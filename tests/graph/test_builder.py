@@ -1,0 +1,147 @@
+import threading
+
+import pytest
+
+from ragline.checkpoints.savers import memory_saver
+from ragline.graph.builder import (
+    FALLBACK,
+    PRESETS,
+    PipelineBuilder,
+    chat_pipeline,
+    compile_pipeline,
+    dynamic_pipeline,
+    rag_pipeline,
+)
+from ragline.graph.context import RunContext
+from ragline.graph.events import ProgressWindow, ResponseType
+from ragline.graph.request import PipelineRequest
+from ragline.graph.run import stream_turn
+from ragline.graph.stages import STAGE_NODES, NodeSpec, Stage
+from ragline.graph.state import ErrorKind, PipelineError
+from tests.scripted_model import Reply
+
+S = Stage
+
+
+def test_rag_pipeline_has_the_seed_stage_order():
+    assert rag_pipeline().stages == [
+        S.LOAD_HISTORY, S.MEMORY_RECALL, S.QUERY_UNDERSTAND, S.CHUNK_SEARCH_PARALLEL, S.CHUNK_RERANK,
+        S.WEB_FETCH, S.CHUNK_MERGE, S.FILTER_TOP_K, S.DATA_ANALYSIS, S.INTO_CHAT_MESSAGE, S.CHAT_COMPLETION_STREAM,
+    ]
+
+
+def test_chat_pipeline_is_a_subsequence_of_the_rag_pipeline():
+    rag = rag_pipeline().stages
+    positions = [rag.index(stage) for stage in chat_pipeline().stages]
+    assert positions == sorted(positions)
+
+
+def test_add_if_records_its_condition():
+    pipeline = PipelineBuilder().add_if(lambda s: False, S.LOAD_HISTORY).add(S.CHAT_COMPLETION).build()
+    assert pipeline.steps[0].condition is not None and pipeline.steps[1].condition is None
+
+
+def test_only_stages_that_exist_are_wired():
+    graph = compile_pipeline(rag_pipeline())
+    nodes = set(graph.get_graph().nodes)
+    assert "chunk_rerank" not in nodes and "memory_recall" not in nodes
+    assert {"begin_turn", "query_understand", "chat_completion_stream", "fallback"} <= nodes
+
+
+def test_every_preset_compiles():
+    for name, make in PRESETS.items():
+        assert compile_pipeline(make(), name=name).name == name
+
+
+# --- runtime routing, with a search stage supplied by the test ---
+
+def _search_node(outcome: dict):
+    async def chunk_search_parallel(state, runtime):
+        if outcome.get("cancel"):
+            runtime.context.cancel_event.set()
+        if outcome.get("raise"):
+            raise RuntimeError("search store unreachable")
+        if outcome.get("nothing"):
+            return {"error": PipelineError(ErrorKind.SEARCH_NOTHING, "no hits")}
+        return {"search_results": [{"id": "c1", "content": "Paris is the capital of France."}]}
+
+    return chunk_search_parallel
+
+
+def _graph(outcome: dict):
+    stages = {**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: NodeSpec(_search_node(outcome), needs_retrieval=True, window=ProgressWindow.KNOWLEDGE_SEARCH)}
+    return compile_pipeline(dynamic_pipeline(), stages=stages, checkpointer=memory_saver())
+
+
+async def _run(graph, request, context=None):
+    context = context or RunContext(cancel_event=threading.Event())
+    return [e async for e in stream_turn(graph, request, context)]
+
+
+def _types(events):
+    return [e.response_type.value for e in events]
+
+
+def _json_reply(intent):
+    return Reply.text('{"rewrite_query": "capital of France", "intent": "%s"}' % intent)
+
+
+def _is_rewrite(body):
+    return "rewrite_query" in body["messages"][0]["content"]
+
+
+async def test_search_nothing_routes_to_the_fallback_answer(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("kb_search"))
+    request = PipelineRequest(query="capital?", knowledge_base_ids=["kb"], fallback_response="Nothing found.")
+    events = await _run(_graph({"nothing": True}), request)
+    answers = [e.content for e in events if e.response_type == ResponseType.ANSWER]
+    assert answers == ["Nothing found."]
+    assert _types(events)[-1] == "complete"
+
+
+async def test_cancellation_is_checked_before_search_nothing(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("kb_search"))
+    request = PipelineRequest(query="capital?", knowledge_base_ids=["kb"], fallback_response="Nothing found.")
+    events = await _run(_graph({"nothing": True, "cancel": True}), request)
+    assert ResponseType.ANSWER not in [e.response_type for e in events]
+    assert events[-1].response_type == ResponseType.COMPLETE and events[-1].data == {"stopped": True}
+
+
+async def test_retrieval_stages_are_skipped_when_the_intent_needs_no_retrieval(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("greeting"))
+    scripted_model.on(lambda b: True, Reply.text("Hello there!"))
+    events = await _run(_graph({"raise": True}), PipelineRequest(query="hi", knowledge_base_ids=["kb"]))
+    assert "".join(e.content for e in events if e.response_type == ResponseType.ANSWER) == "Hello there!"
+    assert "greet" in scripted_model.requests[-1]["messages"][0]["content"].lower()  # intent prompt override
+    assert [e.data["tool_name"] for e in events if e.response_type == ResponseType.TOOL_CALL] == ["query_understand"]
+
+
+async def test_progress_windows_open_and_close_in_pairs(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("kb_search"))
+    events = await _run(_graph({}), PipelineRequest(query="capital?", knowledge_base_ids=["kb"]))
+    windows = [(e.response_type.value, e.data["tool_name"]) for e in events if e.response_type in (ResponseType.TOOL_CALL, ResponseType.TOOL_RESULT)]
+    assert windows == [
+        ("tool_call", "query_understand"), ("tool_result", "query_understand"),
+        ("tool_call", "knowledge_search"), ("tool_result", "knowledge_search"),
+    ]
+
+
+async def test_progress_window_closes_when_its_stage_fails(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("kb_search"))
+    events = await _run(_graph({"raise": True}), PipelineRequest(query="capital?", knowledge_base_ids=["kb"]))
+    closing = [e for e in events if e.response_type == ResponseType.TOOL_RESULT and e.data["tool_name"] == "knowledge_search"]
+    assert len(closing) == 1 and closing[0].data["success"] is False
+    assert _types(events)[-2:] == ["error", "complete"]
+
+
+async def test_pure_chat_request_runs_the_chat_pipeline_only(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("Plain answer"))
+    events = await _run(_graph({"raise": True}), PipelineRequest(query="hello"))
+    assert not [e for e in events if e.response_type == ResponseType.TOOL_CALL]
+    assert len(scripted_model.requests) == 1  # no rewrite call
+
+
+async def test_fallback_node_is_reachable_from_every_stage():
+    graph = compile_pipeline(rag_pipeline())
+    edges = {(e.source, e.target) for e in graph.get_graph().edges}
+    assert ("query_understand", FALLBACK) in edges

@@ -1,0 +1,45 @@
+from ragline.graph import events
+from ragline.graph.context import RunContext
+from ragline.graph.events import ProgressWindow, ResponseType
+from ragline.graph.state import TurnIds
+
+TURN = TurnIds("s", "r", "u", "a")
+
+SEED_RESPONSE_TYPES = {
+    "agent_query", "thinking", "answer", "references", "tool_call", "tool_result", "command_output",
+    "install_output", "reflection", "session_title", "error", "complete", "tool_approval_required",
+    "tool_approval_resolved", "mcp_oauth_required", "mcp_oauth_resolved", "memory_recalled",
+    "artifacts_pending", "user_message_injected", "context_compacted", "install_prompt", "stop",
+}
+
+
+def test_every_seed_response_type_exists():
+    assert {t.value for t in ResponseType} == SEED_RESPONSE_TYPES
+
+
+def test_events_carry_request_session_and_assistant_message_ids():
+    event = events.answer(TURN, "hi")
+    assert (event.id, event.session_id, event.assistant_message_id) == ("r", "s", "a")
+
+
+def test_truncated_answer_is_flagged_in_data():
+    assert events.answer(TURN, "", done=True, truncated=True).data == {"truncated": True}
+    assert events.answer(TURN, "x").data is None
+
+
+def test_progress_window_pairs_share_a_tool_call_id():
+    call = events.tool_call(TURN, ProgressWindow.KNOWLEDGE_SEARCH)
+    result = events.tool_result(TURN, ProgressWindow.KNOWLEDGE_SEARCH, success=False, error="boom")
+    assert call.data["tool_call_id"] == result.data["tool_call_id"]
+    assert result.data["success"] is False and result.data["error"] == "boom"
+
+
+def test_emit_outside_a_run_reaches_the_host_sink():
+    received = []
+    events.emit(RunContext(event_sink=received.append), events.complete(TURN))
+    assert [e.response_type for e in received] == [ResponseType.COMPLETE]
+
+
+def test_stream_response_serialises_to_the_seed_json_shape():
+    payload = events.references(TURN, [{"id": "c1"}]).model_dump(mode="json", exclude_none=True)
+    assert payload["response_type"] == "references" and payload["knowledge_references"] == [{"id": "c1"}]

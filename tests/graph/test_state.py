@@ -1,0 +1,92 @@
+import string
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from ragline.graph.request import PipelineRequest, SearchTarget
+from ragline.graph.state import (
+    QueryIntent,
+    content_signature,
+    merge_search_results,
+    needs_kb_retrieval,
+    needs_retrieval,
+    normalize_intent,
+)
+
+
+@dataclass
+class Hit:
+    id: str
+    content: str
+
+
+def test_request_is_immutable():
+    request = PipelineRequest(query="q")
+    with pytest.raises(ValidationError):
+        request.query = "changed"  # type: ignore[misc]
+
+
+def test_request_without_query_or_image_is_rejected():
+    with pytest.raises(ValidationError, match="query or at least one image"):
+        PipelineRequest(query="   ")
+
+
+def test_request_accepts_image_only():
+    assert PipelineRequest(images=[{"url": "data:image/png;base64,AAAA"}]).images
+
+
+def test_request_rejects_unknown_fields():
+    with pytest.raises(ValidationError):
+        PipelineRequest(query="q", temprature=0.1)  # type: ignore[call-arg]
+
+
+def test_every_request_field_has_a_description():
+    missing = [name for name, f in PipelineRequest.model_fields.items() if not f.description]
+    assert missing == []
+
+
+def test_request_uses_knowledge_with_kb_or_web_search():
+    assert not PipelineRequest(query="q").uses_knowledge
+    assert PipelineRequest(query="q", knowledge_base_ids=["kb"]).uses_knowledge
+    assert PipelineRequest(query="q", web_search_enabled=True).uses_knowledge
+    assert PipelineRequest(query="q", search_targets=[SearchTarget(knowledge_base_id="kb")]).uses_knowledge
+
+
+@pytest.mark.parametrize("raw,expected", [("KB-Search", "kb_search"), ("kb search", "kb_search"), (" Greeting ", "greeting"), ("weather", ""), (None, "")])
+def test_intent_is_normalised_and_unknown_labels_become_empty(raw, expected):
+    assert normalize_intent(raw) == expected
+
+
+@given(st.text())
+def test_normalised_intent_is_always_known_or_empty(raw):
+    assert normalize_intent(raw) in {"", *QueryIntent._value2member_map_}
+
+
+def test_only_kb_clarification_summarize_and_empty_need_kb_retrieval():
+    wanted = {intent.value for intent in QueryIntent if needs_kb_retrieval(intent.value)}
+    assert wanted == {"kb_search", "clarification", "summarize"}
+    assert needs_kb_retrieval("")
+
+
+def test_web_search_intent_needs_retrieval_only_when_web_search_is_on():
+    assert not needs_retrieval("web_search", PipelineRequest(query="q"))
+    assert needs_retrieval("web_search", PipelineRequest(query="q", web_search_enabled=True))
+    assert not needs_retrieval("greeting", PipelineRequest(query="q", web_search_enabled=True))
+
+
+def test_search_results_are_deduplicated_by_chunk_id_and_content_signature():
+    merged = merge_search_results([Hit("a", "Alpha text")], [Hit("a", "other"), Hit("b", "alpha   TEXT"), Hit("c", "gamma")])
+    assert [h.id for h in merged] == ["a", "c"]
+
+
+def test_search_result_reducer_accepts_dicts_and_keeps_first_occurrence():
+    merged = merge_search_results([{"id": "x", "content": "one"}], [{"id": "y", "content": "two"}, {"id": "x", "content": "dup"}])
+    assert [h["id"] for h in merged] == ["x", "y"]
+
+
+@given(st.text(alphabet=string.ascii_letters, min_size=1), st.text(alphabet=string.ascii_letters, min_size=1))
+def test_content_signature_ignores_case_and_whitespace_runs(a, b):
+    assert content_signature(f"{a} {b}") == content_signature(f"  {a.upper()} \n  {b.lower()} ")
