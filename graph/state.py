@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
+
+from typing_extensions import TypedDict  # pydantic builds JSON schemas (Studio) only from this one on 3.11
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages

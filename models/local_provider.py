@@ -25,7 +25,7 @@ from ragline.settings import get_settings
 
 PROVIDER = "ragline"
 litellm.suppress_debug_info = True  # errors reach the user as one line of ours, not litellm banners
-_SAMPLING_KEYS = ("temperature", "top_p", "seed", "stop")
+_SAMPLING_KEYS = ("temperature", "top_p", "seed", "stop", "response_format")
 
 
 class LocalChatEngine:
@@ -85,6 +85,9 @@ EMBEDDING_ENGINE = LocalEmbeddingEngine()
 
 def _completion_kwargs(optional_params: dict) -> dict[str, Any]:
     kwargs = {key: optional_params[key] for key in _SAMPLING_KEYS if optional_params.get(key) is not None}
+    response_format = kwargs.get("response_format") or {}
+    if response_format.get("type") == "json_schema":  # OpenAI's shape -> llama.cpp's grammar-constrained JSON
+        kwargs["response_format"] = {"type": "json_object", "schema": response_format.get("json_schema", {}).get("schema", {})}
     max_tokens = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")
     if max_tokens:
         kwargs["max_tokens"] = int(max_tokens)

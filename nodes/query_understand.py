@@ -8,6 +8,7 @@ system prompt is overridden from intent_prompts.yaml (applyIntentPromptOverride)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -15,13 +16,31 @@ from langgraph.runtime import Runtime
 from ragline import defaults, prompts
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
-from ragline.graph.state import HistoryTurn, PipelineState, needs_retrieval
+from ragline.graph.state import HistoryTurn, PipelineState, QueryIntent, needs_retrieval
 from ragline.models.chat import ChatClient, ChatModelError, ChatOptions, Message
 from ragline.nodes._generation import language_of
 from ragline.nodes._rewrite_parsing import Understanding, parse_understanding
 from ragline.settings import get_settings
 
 _HISTORY_ANSWER_CHARS = 600  # enough of an earlier answer to resolve references to it
+
+# Structured output where the provider supports it: small local models follow a schema reliably
+# (llama.cpp constrains decoding to it) where a prose instruction alone loops or drifts.
+UNDERSTANDING_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "query_understanding",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "rewrite_query": {"type": "string"},
+                "intent": {"type": "string", "enum": [intent.value for intent in QueryIntent]},
+                "image_description": {"type": "string"},
+            },
+            "required": ["rewrite_query", "intent"],
+        },
+    },
+}
 
 
 def format_conversation(history: list[HistoryTurn]) -> str:
@@ -71,19 +90,23 @@ def build_messages(state: PipelineState) -> list[Message]:
 async def understand(state: PipelineState) -> Understanding:
     request = state["request"]
     images = bool(request.images)
-    options = ChatOptions(
+    structured = ChatOptions(
         temperature=0.0,
         max_tokens=defaults.QUERY_UNDERSTAND_IMAGE_MAX_TOKENS if images else defaults.QUERY_UNDERSTAND_MAX_TOKENS,
+        response_format=UNDERSTANDING_FORMAT,
     )
+    plain = replace(structured, response_format=None)  # for servers that reject structured output
     messages = build_messages(state)
     last_error: ChatModelError | None = None
     for model in candidate_models(request):
-        try:
-            result = await ChatClient.for_model(model).chat(messages, options)
-        except ChatModelError as exc:
-            last_error = exc
-            continue
-        return parse_understanding(result.content, request.query)
+        client = ChatClient.for_model(model)
+        for options in (structured, plain):
+            try:
+                result = await client.chat(messages, options)
+            except ChatModelError as exc:
+                last_error = exc
+                continue
+            return parse_understanding(result.content, request.query)
     assert last_error is not None
     raise last_error
 

@@ -1,0 +1,59 @@
+"""Ragline's compiled graph as a node of another LangGraph graph."""
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from ragline.checkpoints.savers import memory_saver
+from ragline.graph.graphs import build_graph
+from ragline.graph.request import PipelineRequest
+from tests.scripted_model import Reply
+
+
+class ParentState(TypedDict, total=False):
+    question: str
+    request: PipelineRequest
+    chat_response: Any
+    log: Annotated[list[str], operator.add]  # a list with an add reducer, as agent graphs have
+    messages: Annotated[list[Any], operator.add]
+
+
+def _prepare(state: ParentState) -> dict:
+    return {"request": PipelineRequest(query=state["question"]), "log": ["prepared"]}
+
+
+def _read(state: ParentState) -> dict:
+    return {"log": [f"answer: {state['chat_response'].content}"]}
+
+
+def _parent():
+    graph = StateGraph(ParentState)
+    graph.add_node("prepare", _prepare)
+    graph.add_node("ragline", build_graph("ragline"))
+    graph.add_node("read", _read)
+    graph.add_edge(START, "prepare")
+    graph.add_edge("prepare", "ragline")
+    graph.add_edge("ragline", "read")
+    graph.add_edge("read", END)
+    return graph.compile(checkpointer=memory_saver())
+
+
+async def test_parent_graph_calls_ragline_and_reads_the_answer(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("Berlin."))
+    result = await _parent().ainvoke({"question": "Capital of Germany?", "messages": ["parent message"]}, {"configurable": {"thread_id": "p1"}})
+    assert result["log"] == ["prepared", "answer: Berlin."]
+    assert result["messages"] == ["parent message"]  # our conversation never leaks into the parent's list
+
+
+async def test_events_from_the_embedded_graph_reach_the_parent_stream(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("Berlin."))
+    chunks = [c async for c in _parent().astream({"question": "q"}, {"configurable": {"thread_id": "p2"}}, stream_mode="custom", subgraphs=True)]
+    answers = [payload["content"] for _, payload in chunks if payload.get("response_type") == "answer"]
+    assert "".join(answers) == "Berlin."
+
+
+def test_input_and_output_schemas_are_explicit():
+    graph = build_graph("ragline")
+    assert set(graph.get_input_jsonschema()["properties"]) == {"request"}
+    assert "messages" not in graph.get_output_jsonschema()["properties"]

@@ -1,0 +1,23 @@
+"""Run a preset graph for one turn and collect its events (shared by the node tests)."""
+
+from __future__ import annotations
+
+from ragline.checkpoints.savers import memory_saver
+from ragline.graph.context import RunContext
+from ragline.graph.events import ResponseType, StreamResponse
+from ragline.graph.graphs import build_graph
+from ragline.graph.request import PipelineRequest
+from ragline.graph.run import stream_turn
+
+
+async def run_turn(preset: str, request: PipelineRequest, graph=None, session_id: str = "s1") -> list[StreamResponse]:
+    graph = graph or build_graph(preset, checkpointer=memory_saver())
+    return [event async for event in stream_turn(graph, request, RunContext(session_id=session_id))]
+
+
+def of_type(events: list[StreamResponse], kind: ResponseType) -> list[StreamResponse]:
+    return [e for e in events if e.response_type == kind]
+
+
+def answer_text(events: list[StreamResponse]) -> str:
+    return "".join(e.content for e in of_type(events, ResponseType.ANSWER))

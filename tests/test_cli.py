@@ -1,0 +1,46 @@
+"""The ragline command, run as a user runs it (a subprocess), against the scripted model."""
+
+import os
+import subprocess
+import sys
+
+
+def _ragline(*args, env_extra=None, stdin=None):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "ragline", *args], capture_output=True, text=True, env=env, input=stdin, timeout=120)
+
+
+def _scripted_env(server):
+    return {"RAGLINE_CHAT_MODEL": "openai/scripted", "RAGLINE_CHAT_API_BASE": server.base_url, "RAGLINE_CHAT_API_KEY": "k"}
+
+
+def test_ask_streams_the_answer_to_stdout(scripted_model):
+    scripted_model.on(lambda b: True, __import__("tests.scripted_model", fromlist=["Reply"]).Reply.text("Paris is the capital."))
+    result = _ragline("ask", "What is the capital of France?", env_extra=_scripted_env(scripted_model))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Paris is the capital."
+
+
+def test_provider_error_is_one_line_on_stderr_with_non_zero_exit(scripted_model):
+    from tests.scripted_model import Reply
+
+    scripted_model.on(lambda b: True, Reply(status=400, error="quota exceeded"))
+    result = _ragline("ask", "q", env_extra=_scripted_env(scripted_model))
+    assert result.returncode == 1
+    assert "quota exceeded" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_input_is_a_one_line_error():
+    result = _ragline("ask", "   ")
+    assert result.returncode == 2
+    assert result.stderr.startswith("ragline:") and "Traceback" not in result.stderr
+
+
+def test_chat_keeps_the_conversation_between_turns(scripted_model):
+    from tests.scripted_model import Reply
+
+    scripted_model.on(lambda b: True, Reply.text("ok"))
+    result = _ragline("chat", env_extra=_scripted_env(scripted_model), stdin="My name is Ada.\nWhat is my name?\n\n")
+    assert result.returncode == 0, result.stderr
+    last = [m["content"] for m in scripted_model.requests[-1]["messages"]]
+    assert last[1:] == ["My name is Ada.", "ok", "What is my name?"]
