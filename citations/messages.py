@@ -1,0 +1,71 @@
+"""Walking LangChain message contents and tool arguments without touching anything else.
+
+The seed's EncodeMessages/DecodeToolCalls (internal/modelcontext/registry.go, resources.go)
+rewrite text fields only: images and other binary parts pass through unchanged, and so does
+every non-string argument value. These helpers give the Registry that traversal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+REASONING_KEY = "reasoning_content"  # where litellm/LangChain adapters put thinking text
+
+TextFn = Callable[[str], str]
+KeyedTextFn = Callable[[str, str | None], str]
+
+
+def map_content(content: str | list[Any], fn: TextFn) -> str | list[Any]:
+    """Apply `fn` to a message's text: the string, or each text part of a multimodal list."""
+    if isinstance(content, str):
+        return fn(content)
+    parts: list[Any] = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(fn(part))
+        elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            parts.append({**part, "text": fn(part["text"])})
+        else:
+            parts.append(part)
+    return parts
+
+
+def content_contains(content: str | list[Any], needle: str) -> bool:
+    found = False
+
+    def probe(text: str) -> str:
+        nonlocal found
+        found = found or needle in text
+        return text
+
+    map_content(content, probe)
+    return found
+
+
+def prepend_text(content: str | list[Any], text: str) -> str | list[Any]:
+    if isinstance(content, str):
+        return f"{text}\n\n{content}"
+    return [{"type": "text", "text": text}, *content]
+
+
+def map_strings(value: Any, fn: KeyedTextFn, key: str | None = None) -> Any:
+    """Apply `fn(string, key)` to every string in a JSON-like value; `key` is the nearest dict key."""
+    if isinstance(value, str):
+        return fn(value, key)
+    if isinstance(value, dict):
+        return {k: map_strings(v, fn, k if isinstance(k, str) else key) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(map_strings(item, fn, key) for item in value)
+    return value
+
+
+def map_message_text(message: BaseMessage, fn: TextFn) -> BaseMessage:
+    """A copy of `message` with `fn` applied to its content and reasoning text."""
+    update: dict[str, Any] = {"content": map_content(message.content, fn)}
+    reasoning = message.additional_kwargs.get(REASONING_KEY)
+    if isinstance(reasoning, str):
+        update["additional_kwargs"] = {**message.additional_kwargs, REASONING_KEY: fn(reasoning)}
+    return message.model_copy(update=update)
