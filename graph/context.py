@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragline.graph.request import AgentConfig
+
 EventSink = Callable[[Any], None]
 
 
@@ -22,6 +24,7 @@ class RunContext:
     user_message_id: str = field(default="", metadata={"description": "Id of the user message; generated when empty."})
     assistant_message_id: str = field(default="", metadata={"description": "Id of the assistant message; generated when empty."})
     tenant_id: str = field(default="default", metadata={"description": "Tenant whose knowledge bases may be searched."})
+    agent: AgentConfig | None = field(default=None, metadata={"description": "Defaults for every request setting (the seed's agent configuration); a request's explicit values win."})
     # Host-provided handles (not JSON): typed Any so Studio's schema stays plain.
     event_sink: Any = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well."})
     cancel_event: Any = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})

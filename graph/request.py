@@ -7,8 +7,9 @@ description so that LangGraph Studio shows the request as a documented form.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from ragline import defaults
 
@@ -124,3 +125,37 @@ class PipelineRequest(_Frozen):
     def uses_knowledge(self) -> bool:
         """The seed's choice between the pure chat and the RAG pipeline."""
         return bool(self.knowledge_base_ids or self.knowledge_ids or self.search_targets or self.web_search_enabled)
+
+
+def _agent_config_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name, info in PipelineRequest.model_fields.items():
+        if name in _PER_QUESTION_FIELDS:
+            continue
+        fields[name] = (info.annotation | None, Field(None, description=info.description))
+    return fields
+
+
+_PER_QUESTION_FIELDS = ("query", "images")
+
+# The seed's agent configuration: defaults for every request knob but the question itself,
+# set once per assistant (the run context) and overridden by what a request sets explicitly.
+# Built from PipelineRequest so the two can never drift apart; Studio shows it as a form.
+AgentConfig = create_model(
+    "AgentConfig",
+    __config__=ConfigDict(frozen=True, extra="forbid"),
+    __doc__="Defaults for every request setting; a request's own explicit values win.",
+    **_agent_config_fields(),
+)
+
+
+def effective_request(request: PipelineRequest | dict[str, Any], agent: Any = None) -> PipelineRequest:
+    """The request of a turn: the agent's defaults, then what the request itself sets.
+
+    Accepts plain JSON (Studio, HTTP) as well as a built request; raises ValidationError on bad input.
+    """
+    own = request.model_dump(exclude_unset=True) if isinstance(request, PipelineRequest) else dict(request)
+    if agent is None:
+        return request if isinstance(request, PipelineRequest) else PipelineRequest.model_validate(own)
+    agent_defaults = AgentConfig.model_validate(agent).model_dump(exclude_none=True)
+    return PipelineRequest.model_validate({**agent_defaults, **own})

@@ -11,6 +11,7 @@ Nothing here needs the network or an API key.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -54,7 +55,14 @@ class LocalChatEngine:
                     n_threads=settings.local_chat_threads,
                     verbose=False,
                 )
+                atexit.register(self.close)  # free before interpreter teardown, or llama.cpp's finaliser fails noisily
         return self._llm
+
+    def close(self) -> None:
+        with self._load_lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
 
 
 class LocalEmbeddingEngine:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
         check=True,
     )
     return zipfile.ZipFile(next(out.glob("ragline-*.whl")))

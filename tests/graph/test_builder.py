@@ -145,3 +145,27 @@ async def test_fallback_node_is_reachable_from_every_stage():
     graph = compile_pipeline(rag_pipeline())
     edges = {(e.source, e.target) for e in graph.get_graph().edges}
     assert ("query_understand", FALLBACK) in edges
+
+
+async def test_plain_json_request_is_validated_when_the_turn_begins(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("ok"))
+    graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
+    result = await graph.ainvoke({"request": {"query": "hi", "summary": {"max_tokens": 5}}}, {"configurable": {"thread_id": "j"}})
+    assert result["chat_response"].content == "ok"
+
+
+async def test_invalid_request_ends_the_turn_with_a_clear_error(scripted_model):
+    received = []
+    graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
+    result = await graph.ainvoke({"request": {"query": "hi", "rerank_top_k": 0}}, {"configurable": {"thread_id": "k"}}, context=RunContext(event_sink=received.append))
+    assert result["error"].kind == ErrorKind.INVALID_INPUT and "rerank_top_k" in result["error"].message
+    assert [e.response_type for e in received] == [ResponseType.ERROR]
+    assert scripted_model.requests == []
+
+
+async def test_agent_config_in_the_run_context_sets_request_defaults(scripted_model):
+    from ragline.graph.request import AgentConfig
+
+    graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
+    await graph.ainvoke({"request": {"query": "hi"}}, {"configurable": {"thread_id": "a"}}, context=RunContext(agent=AgentConfig(summary={"max_tokens": 11})))
+    assert scripted_model.requests[-1]["max_tokens"] == 11

@@ -90,3 +90,19 @@ def test_search_result_reducer_accepts_dicts_and_keeps_first_occurrence():
 @given(st.text(alphabet=string.ascii_letters, min_size=1), st.text(alphabet=string.ascii_letters, min_size=1))
 def test_content_signature_ignores_case_and_whitespace_runs(a, b):
     assert content_signature(f"{a} {b}") == content_signature(f"  {a.upper()} \n  {b.lower()} ")
+
+
+def test_agent_config_has_every_request_setting_but_the_question():
+    from ragline.graph.request import AgentConfig
+
+    assert set(AgentConfig.model_fields) == set(PipelineRequest.model_fields) - {"query", "images"}
+    assert all(f.description for f in AgentConfig.model_fields.values())
+
+
+def test_request_settings_win_over_agent_defaults_and_unset_ones_inherit():
+    from ragline.graph.request import AgentConfig, effective_request
+
+    agent = AgentConfig(rerank_top_k=9, citations_enabled=False)
+    request = effective_request({"query": "q", "citations_enabled": True}, agent)
+    assert (request.rerank_top_k, request.citations_enabled) == (9, True)
+    assert effective_request(PipelineRequest(query="q"), {"rerank_top_k": 3}).rerank_top_k == 3
