@@ -162,6 +162,7 @@ class PipelineState(TypedDict, total=False):
     user_content: str
     rendered_contexts: str
     system_prompt_override: str | None
+    memory_prompt: str  # long-term memories recalled for this turn
     chat_response: ChatResponse | None
     error: PipelineError | None
     open_window: str | None  # the progress window (tool_call) currently open, if any
@@ -180,6 +181,7 @@ PER_TURN_RESET: dict[str, Any] = {
     "user_content": "",
     "rendered_contexts": "",
     "system_prompt_override": None,
+    "memory_prompt": "",
     "chat_response": None,
     "error": None,
     "open_window": None,
