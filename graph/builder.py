@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime, get_runtime
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import PipelineRequest
-from ragline.graph.stages import STAGE_NODES, NodeSpec, Stage
+from ragline.graph.stages import STAGE_NODES, Parallel, Stage, StageSpec
 from ragline.graph.state import ErrorKind, PipelineInput, PipelineOutput, PipelineState, needs_retrieval
 from ragline.nodes.begin_turn import begin_turn
 from ragline.nodes.fallback import fallback
@@ -162,18 +162,59 @@ PRESETS: dict[str, Callable[[], Pipeline]] = {
 # --- compilation ---
 
 
-def _next_node(steps: Sequence[Step], after: int, stages: dict[Stage, NodeSpec], state: PipelineState, context: RunContext) -> str:
+@dataclass(frozen=True)
+class _Unit:
+    """One position in the flattened pipeline: a node, or parallel branches joined by the next unit."""
+
+    names: tuple[str, ...]
+    nodes: tuple[Callable[..., Any], ...]
+    step: int  # index of the pipeline step (stage) it belongs to
+    first: bool  # first unit of its stage: where the step's condition is checked
+    last: bool  # last unit of its stage
+
+    @property
+    def parallel(self) -> bool:
+        return len(self.names) > 1
+
+
+def _units(steps: Sequence[Step], stages: dict[Stage, StageSpec]) -> list[_Unit]:
+    units: list[_Unit] = []
+    for index, step in enumerate(steps):
+        chain = stages[step.stage].chain
+        for position, item in enumerate(chain):
+            nodes = item.branches if isinstance(item, Parallel) else (item,)
+            units.append(
+                _Unit(
+                    names=tuple(node.node_name for node in nodes),
+                    nodes=tuple(node.fn for node in nodes),
+                    step=index,
+                    first=position == 0,
+                    last=position == len(chain) - 1,
+                )
+            )
+    return units
+
+
+def _step_runs(step: Step, stages: dict[Stage, StageSpec], state: PipelineState) -> bool:
+    if step.condition is not None and not step.condition(state):
+        return False
+    return not (stages[step.stage].needs_retrieval and not needs_retrieval(state.get("intent", ""), state["request"]))
+
+
+def _next(units: Sequence[_Unit], after: int, steps: Sequence[Step], stages: dict[Stage, StageSpec], state: PipelineState, context: RunContext) -> str | list[str]:
+    """Where to go when unit `after` ends: stop, fallback, the stage's next node, or the next stage."""
     if context.is_cancelled():
         return END
     error = state.get("error")
     if error is not None:
         return FALLBACK if error.kind == ErrorKind.SEARCH_NOTHING else END
-    for step in steps[after + 1 :]:
-        if step.condition is not None and not step.condition(state):
-            continue
-        if stages[step.stage].needs_retrieval and not needs_retrieval(state.get("intent", ""), state["request"]):
-            continue
-        return step.stage.value
+    if after >= 0 and not units[after].last:
+        target = units[after + 1]
+        return list(target.names) if target.parallel else target.names[0]
+    current_step = units[after].step if after >= 0 else -1
+    for unit in units[after + 1 :]:
+        if unit.first and unit.step > current_step and _step_runs(steps[unit.step], stages, state):
+            return list(unit.names) if unit.parallel else unit.names[0]
     return END
 
 
@@ -184,62 +225,74 @@ def _current_context() -> RunContext:
         return RunContext()
 
 
-def _router(steps: Sequence[Step], after: int, stages: dict[Stage, NodeSpec]) -> Callable[[PipelineState], str]:
-    def route(state: PipelineState) -> str:
-        return _next_node(steps, after, stages, state, _current_context())
+def _router(units: Sequence[_Unit], after: int, steps: Sequence[Step], stages: dict[Stage, StageSpec]) -> Callable[[PipelineState], str | list[str]]:
+    def route(state: PipelineState) -> str | list[str]:
+        return _next(units, after, steps, stages, state, _current_context())
 
-    route.__name__ = f"after_{steps[after].stage.value}" if after >= 0 else "route_first_stage"
+    route.__name__ = f"after_{units[after].names[0]}" if after >= 0 else "route_first_stage"
     return route
 
 
-def _stage_node(steps: Sequence[Step], index: int, stages: dict[Stage, NodeSpec]) -> Callable[..., Any]:
-    """The stage's node, wrapped to open and close its progress window on every path."""
-    spec = stages[steps[index].stage]
+def _windowed(units: Sequence[_Unit], index: int, node: Callable[..., Any], steps: Sequence[Step], stages: dict[Stage, StageSpec]) -> Callable[..., Any]:
+    """The node, wrapped to open and close its stage's progress window on every path."""
+    unit = units[index]
+    spec = stages[steps[unit.step].stage]
     window = spec.window
     if window is None:
-        return spec.node
-    window_stages = {s.stage.value for s in steps if stages[s.stage].window == window}
+        return node
+    in_window = {name for u in units for name in u.names if stages[steps[u.step].stage].window == window}
 
     async def run(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         context, turn = context_of(runtime), state["turn"]
-        if state.get("open_window") != window:
+        if not unit.parallel and state.get("open_window") != window:
             events.emit(context, events.tool_call(turn, window, {"query": state["request"].query}))
         try:
-            update = await spec.node(state, runtime)
+            update = await node(state, runtime)
         except BaseException as exc:  # the card must close even when the stage fails or is cancelled
             events.emit(context, events.tool_result(turn, window, success=False, error=str(exc) or type(exc).__name__))
             raise
+        if unit.parallel:
+            return update  # branches never write the window key: the join decides
         merged: PipelineState = {**state, **update}  # type: ignore[typeddict-item]
-        if _next_node(steps, index, stages, merged, context) in window_stages:
+        target = _next(units, index, steps, stages, merged, context)
+        if (set(target) if isinstance(target, list) else {target}) <= in_window:
             return {**update, "open_window": window.value}
         error = merged.get("error")
-        output = {key: update[key] for key in spec.result_keys if key in update}
-        events.emit(context, events.tool_result(turn, window, success=error is None or error.kind == ErrorKind.SEARCH_NOTHING, output=output, error=error.message if error else None))
+        output = {key: merged[key] for key in spec.result_keys if key in merged}
+        success = error is None or error.kind == ErrorKind.SEARCH_NOTHING
+        events.emit(context, events.tool_result(turn, window, success=success, output=output, error=error.message if error else None))
         return {**update, "open_window": None}
 
-    run.__name__ = steps[index].stage.value
-    run.__doc__ = spec.node.__doc__
+    run.__name__ = getattr(node, "__name__", "stage")
+    run.__doc__ = node.__doc__
     return run
 
 
 def compile_pipeline(
     pipeline: Pipeline,
     *,
-    stages: dict[Stage, NodeSpec] | None = None,
+    stages: dict[Stage, StageSpec] | None = None,
     checkpointer: Any = None,
+    store: Any = None,
     name: str | None = None,
 ) -> CompiledStateGraph:
-    """A StateGraph for `pipeline`, wiring only the stages that have a node."""
+    """A StateGraph for `pipeline`, wiring only the stages that have nodes."""
     stages = STAGE_NODES if stages is None else stages
     steps = [step for step in pipeline.steps if step.stage in stages]
+    units = _units(steps, stages)
     graph = StateGraph(PipelineState, context_schema=RunContext, input_schema=PipelineInput, output_schema=PipelineOutput)
     graph.add_node(BEGIN, begin_turn)
     graph.add_node(FALLBACK, fallback)
     graph.add_edge(START, BEGIN)
-    all_targets = [step.stage.value for step in steps]
-    for index, step in enumerate(steps):
-        graph.add_node(step.stage.value, _stage_node(steps, index, stages))
-    for index, source in [(-1, BEGIN), *((i, s.stage.value) for i, s in enumerate(steps))]:
-        graph.add_conditional_edges(source, _router(steps, index, stages), [*all_targets[index + 1 :], FALLBACK, END])
+    for index, unit in enumerate(units):
+        for node_name, node in zip(unit.names, unit.nodes):
+            graph.add_node(node_name, _windowed(units, index, node, steps, stages))
+    later = [[name for u in units[i + 1 :] for name in u.names] for i in range(-1, len(units))]
+    graph.add_conditional_edges(BEGIN, _router(units, -1, steps, stages), [*later[0], FALLBACK, END])
+    for index, unit in enumerate(units):
+        if unit.parallel:
+            graph.add_edge(list(unit.names), units[index + 1].names[0])  # the next unit joins the branches
+        else:
+            graph.add_conditional_edges(unit.names[0], _router(units, index, steps, stages), [*later[index + 1], FALLBACK, END])
     graph.add_edge(FALLBACK, END)
-    return graph.compile(checkpointer=checkpointer, name=name or pipeline.name)
+    return graph.compile(checkpointer=checkpointer, store=store, name=name or pipeline.name)

@@ -40,18 +40,46 @@ class Stage(StrEnum):
 
 
 @dataclass(frozen=True)
-class NodeSpec:
-    node: NodeFn
+class Node:
+    """One graph node; named after its function unless told otherwise."""
+
+    fn: NodeFn
+    name: str = ""
+
+    @property
+    def node_name(self) -> str:
+        return self.name or self.fn.__name__
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """Nodes that run side by side (the seed's Clone + RunParallel); the next node joins them.
+
+    Branches write only keys with reducers, so their updates merge instead of colliding.
+    """
+
+    branches: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """How the graph runs one seed stage: its plugin chain as nodes, in the seed's chain order."""
+
+    chain: tuple[Node | Parallel, ...]
     needs_retrieval: bool = False  # skipped when the intent needs no retrieval (NeedsRetrieval)
     window: ProgressWindow | None = None  # the progress card this stage runs under
     result_keys: tuple[str, ...] = ()  # state keys shown in the window's tool_result
 
+    @classmethod
+    def of(cls, *chain: NodeFn | Node | Parallel, **options: Any) -> StageSpec:
+        return cls(tuple(Node(item) if callable(item) and not isinstance(item, Node) else item for item in chain), **options)
 
-STAGE_NODES: dict[Stage, NodeSpec] = {
-    Stage.LOAD_HISTORY: NodeSpec(load_history),
-    Stage.QUERY_UNDERSTAND: NodeSpec(
+
+STAGE_NODES: dict[Stage, StageSpec] = {
+    Stage.LOAD_HISTORY: StageSpec.of(load_history),
+    Stage.QUERY_UNDERSTAND: StageSpec.of(
         query_understand, window=ProgressWindow.QUERY_UNDERSTAND, result_keys=("rewrite_query", "intent")
     ),
-    Stage.CHAT_COMPLETION: NodeSpec(chat_completion),
-    Stage.CHAT_COMPLETION_STREAM: NodeSpec(chat_completion_stream),
+    Stage.CHAT_COMPLETION: StageSpec.of(chat_completion),
+    Stage.CHAT_COMPLETION_STREAM: StageSpec.of(chat_completion_stream),
 }

@@ -16,7 +16,7 @@ from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow, ResponseType
 from ragline.graph.request import PipelineRequest
 from ragline.graph.run import stream_turn
-from ragline.graph.stages import STAGE_NODES, NodeSpec, Stage
+from ragline.graph.stages import STAGE_NODES, Stage, StageSpec
 from ragline.graph.state import ErrorKind, PipelineError
 from tests.scripted_model import Reply
 
@@ -69,7 +69,7 @@ def _search_node(outcome: dict):
 
 
 def _graph(outcome: dict):
-    stages = {**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: NodeSpec(_search_node(outcome), needs_retrieval=True, window=ProgressWindow.KNOWLEDGE_SEARCH)}
+    stages = {**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: StageSpec.of(_search_node(outcome), needs_retrieval=True, window=ProgressWindow.KNOWLEDGE_SEARCH)}
     return compile_pipeline(dynamic_pipeline(), stages=stages, checkpointer=memory_saver())
 
 
@@ -169,3 +169,44 @@ async def test_agent_config_in_the_run_context_sets_request_defaults(scripted_mo
     graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
     await graph.ainvoke({"request": {"query": "hi"}}, {"configurable": {"thread_id": "a"}}, context=RunContext(agent=AgentConfig(summary={"max_tokens": 11})))
     assert scripted_model.requests[-1]["max_tokens"] == 11
+
+
+def _parallel_search_stage(empty: bool = False):
+    from ragline.graph.stages import Node, Parallel
+
+    async def chunk_search_parallel(state, runtime):
+        return {}
+
+    async def chunk_search(state, runtime):
+        return {"search_results": [] if empty else [{"id": "c1", "content": "chunk text"}]}
+
+    async def entity_search(state, runtime):
+        return {"search_results": [] if empty else [{"id": "c1", "content": "chunk text"}, {"id": "e1", "content": "entity text"}]}
+
+    async def join(state, runtime):
+        if not state.get("search_results"):
+            return {"error": PipelineError(ErrorKind.SEARCH_NOTHING)}
+        return {"user_content": ",".join(r["id"] for r in state["search_results"])}
+
+    return StageSpec(
+        (Node(chunk_search_parallel), Parallel((Node(chunk_search), Node(entity_search))), Node(join, "search_join")),
+        needs_retrieval=True,
+        window=ProgressWindow.KNOWLEDGE_SEARCH,
+    )
+
+
+async def test_parallel_branches_merge_into_one_deduplicated_result_list(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("kb_search"))
+    scripted_model.on(lambda b: True, Reply.text("answer"))
+    graph = compile_pipeline(dynamic_pipeline(), stages={**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: _parallel_search_stage()}, checkpointer=memory_saver())
+    events = await _run(graph, PipelineRequest(query="q", knowledge_base_ids=["kb"]))
+    assert sorted(scripted_model.requests[-1]["messages"][-1]["content"].split(",")) == ["c1", "e1"]
+    windows = [(e.response_type.value, e.data["tool_name"]) for e in events if e.data and "tool_name" in e.data]
+    assert windows.count(("tool_call", "knowledge_search")) == 1 and windows.count(("tool_result", "knowledge_search")) == 1
+
+
+async def test_both_branches_empty_is_search_nothing(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("kb_search"))
+    graph = compile_pipeline(dynamic_pipeline(), stages={**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: _parallel_search_stage(empty=True)}, checkpointer=memory_saver())
+    events = await _run(graph, PipelineRequest(query="q", knowledge_base_ids=["kb"], fallback_response="none"))
+    assert [e.content for e in events if e.response_type == ResponseType.ANSWER] == ["none"]
