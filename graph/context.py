@@ -28,6 +28,7 @@ class RunContext:
     # Host-provided handles (not JSON): typed Any so Studio's schema stays plain.
     event_sink: Any = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well."})
     cancel_event: Any = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
+    services: Any = field(default=None, repr=False, metadata={"description": "ragline.services.Services to use instead of the process default."})
 
     def is_cancelled(self) -> bool:
         event = self.cancel_event

@@ -14,8 +14,16 @@ from typing import Any
 from ragline.graph.events import ProgressWindow
 from ragline.nodes.chat_completion import chat_completion
 from ragline.nodes.chat_completion_stream import chat_completion_stream
+from ragline.nodes.chunk_merge import chunk_merge
+from ragline.nodes.chunk_search import chunk_search
+from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel
+from ragline.nodes.filter_top_k import filter_top_k
+from ragline.nodes.into_chat_message import into_chat_message
 from ragline.nodes.load_history import load_history
+from ragline.nodes.memory_affinity import memory_affinity
 from ragline.nodes.query_understand import query_understand
+from ragline.nodes.rerank import rerank
+from ragline.nodes.wiki_boost import wiki_boost
 
 NodeFn = Callable[..., Awaitable[dict[str, Any]]]
 
@@ -75,11 +83,26 @@ class StageSpec:
         return cls(tuple(Node(item) if callable(item) and not isinstance(item, Node) else item for item in chain), **options)
 
 
+_SEARCH = ProgressWindow.KNOWLEDGE_SEARCH
+
 STAGE_NODES: dict[Stage, StageSpec] = {
     Stage.LOAD_HISTORY: StageSpec.of(load_history),
     Stage.QUERY_UNDERSTAND: StageSpec.of(
         query_understand, window=ProgressWindow.QUERY_UNDERSTAND, result_keys=("rewrite_query", "intent")
     ),
+    Stage.CHUNK_SEARCH: StageSpec.of(chunk_search_parallel, chunk_search, check_search_nothing, needs_retrieval=True, window=_SEARCH),
+    Stage.CHUNK_SEARCH_PARALLEL: StageSpec.of(
+        chunk_search_parallel,
+        Parallel((Node(chunk_search),)),
+        check_search_nothing,
+        needs_retrieval=True,
+        window=_SEARCH,
+    ),
+    # the seed's chain order on chunk_rerank: rerank, then memory affinity, then the wiki boost
+    Stage.CHUNK_RERANK: StageSpec.of(rerank, memory_affinity, wiki_boost, needs_retrieval=True, window=_SEARCH),
+    Stage.CHUNK_MERGE: StageSpec.of(chunk_merge, needs_retrieval=True, window=_SEARCH),
+    Stage.FILTER_TOP_K: StageSpec.of(filter_top_k, needs_retrieval=True, window=_SEARCH),
+    Stage.INTO_CHAT_MESSAGE: StageSpec.of(into_chat_message),
     Stage.CHAT_COMPLETION: StageSpec.of(chat_completion),
     Stage.CHAT_COMPLETION_STREAM: StageSpec.of(chat_completion_stream),
 }

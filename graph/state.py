@@ -20,7 +20,7 @@ from typing_extensions import TypedDict  # pydantic builds JSON schemas (Studio)
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from ragline.graph.request import PipelineRequest
+from ragline.graph.request import PipelineRequest, SearchTarget
 
 
 class QueryIntent(StrEnum):
@@ -66,6 +66,7 @@ class ErrorKind(StrEnum):
     MODEL_CALL = "model_call"
     GET_CHAT_MODEL = "get_chat_model"
     RERANK = "rerank"
+    RETRIEVAL = "retrieval"  # a store failed: the turn cannot search
     INVALID_INPUT = "invalid_input"
 
 
@@ -153,6 +154,7 @@ class PipelineState(TypedDict, total=False):
     intent: str
     image_description: str
     history: list[HistoryTurn]
+    search_targets: list[SearchTarget]  # what chunk search covers this turn, ids resolved
     search_results: Annotated[list[Any], merge_search_results]
     rerank_results: list[Any]
     merge_results: list[Any]
@@ -173,6 +175,7 @@ PER_TURN_RESET: dict[str, Any] = {
     "intent": "",
     "image_description": "",
     "history": [],
+    "search_targets": [],
     "rerank_results": [],
     "merge_results": [],
     "entities": [],
@@ -211,7 +214,12 @@ def checkpoint_types() -> list[type]:
     """Our classes that appear in checkpoints, for the serializer's msgpack allow-list."""
     from ragline.graph import request
 
+    from ragline.retrieval import types as retrieval_types
+
     return [
+        retrieval_types.SearchResult,
+        retrieval_types.ChunkType,
+        retrieval_types.MatchType,
         request.PipelineRequest,
         request.SummaryConfig,
         request.SearchTarget,

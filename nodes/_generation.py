@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, convert_to_messages, convert_to_openai_messages
 
 from ragline import defaults, prompts
+from ragline.citations import Registry, SourceChunk
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
@@ -79,17 +80,58 @@ def prepare_messages(state: PipelineState) -> list[Message]:
     ]
 
 
+def source_chunks(results: list[Any]) -> list[SourceChunk]:
+    """Merged search results as the citations package takes them."""
+    chunks = []
+    for result in results:
+        data = result.model_dump(mode="json") if hasattr(result, "model_dump") else dict(result)
+        metadata = data.get("metadata") or {}
+        chunks.append(
+            SourceChunk(
+                chunk_id=data["id"],
+                content=data.get("content", ""),
+                knowledge_id=data.get("knowledge_id", ""),
+                knowledge_base_id=data.get("knowledge_base_id", ""),
+                title=data.get("knowledge_title") or metadata.get("title", ""),
+                score=float(data.get("score", 0.0)),
+                base_score=metadata.get("composite_score"),
+                chunk_index=int(data.get("chunk_index", 0)),
+                chunk_type=str(data.get("chunk_type", "text")),
+                match_type=str(metadata.get("match_type") or data.get("match_type", "")),
+                source="web_search" if metadata.get("source") == "web_search" else "knowledge_base",
+                url=str(metadata.get("url", "")),
+                metadata=metadata,
+            )
+        )
+    return chunks
+
+
+def prepare_cited_messages(state: PipelineState, registry: Registry, sources: list[SourceChunk]) -> list[Message]:
+    """prepareMessagesWithModelContext: contexts as cN aliases, the citation protocol, encoded handles."""
+    request = state["request"]
+    plain = prepare_messages(state)
+    lc_messages = convert_to_messages(plain)
+    prepared = registry.prepare_messages(
+        lc_messages,
+        results=sources,
+        rendered_contexts=state.get("rendered_contexts", ""),
+        faq_priority=request.faq_priority_enabled,
+        faq_direct_answer_threshold=request.faq_direct_answer_threshold,
+    )
+    return convert_to_openai_messages(prepared)
+
+
 def is_truncation(finish_reason: str | None) -> bool:
     return (finish_reason or "").lower() in defaults.TRUNCATION_FINISH_REASONS
 
 
-def assistant_message(turn: TurnIds, response: ChatResponse, references: list[dict[str, Any]] | None = None) -> AIMessage:
+def assistant_message(turn: TurnIds, response: ChatResponse, references: list[Any] | None = None) -> AIMessage:
     return AIMessage(
         content=response.content,
         id=turn.assistant_message_id,
         additional_kwargs={
             "request_id": turn.request_id,
-            "references": references or [],
+            "references": [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in references or []],
             "truncated": response.truncated,
             "stopped": response.stopped,
         },
@@ -104,6 +146,7 @@ async def stream_answer(
     context: RunContext,
     *,
     fallback: bool = False,
+    registry: Registry | None = None,
 ) -> ChatResponse:
     """Stream deltas as events; exactly one terminal answer event, whatever the provider does.
 
@@ -111,21 +154,32 @@ async def stream_answer(
     """
     answer_parts: list[str] = []
     thinking_parts: list[str] = []
+    decoders = {kind: registry.stream_decoder() if registry else None for kind in ("answer", "thinking")}
+
+    def send(kind: str, text: str) -> None:
+        decoder = decoders[kind]
+        text = decoder.feed(text) if decoder else text
+        if not text:
+            return
+        (thinking_parts if kind == "thinking" else answer_parts).append(text)
+        events.emit(context, events.thinking(turn, text) if kind == "thinking" else events.answer(turn, text))
+
     end = StreamEnd(None)
     stopped = False
-    async for item in client.stream(messages, options):
-        if context.is_cancelled():
-            stopped = True
-            break
-        if isinstance(item, StreamEnd):
-            end = item
-            break
-        if item.kind == "thinking":
-            thinking_parts.append(item.text)
-            events.emit(context, events.thinking(turn, item.text))
-        else:
-            answer_parts.append(item.text)
-            events.emit(context, events.answer(turn, item.text))
+    try:
+        async for item in client.stream(messages, options):
+            if context.is_cancelled():
+                stopped = True
+                break
+            if isinstance(item, StreamEnd):
+                end = item
+                break
+            send(item.kind, item.text)
+    finally:  # end, error or cancel: text held back by a decoder is never lost
+        for kind, decoder in decoders.items():
+            if decoder is not None and (tail := decoder.flush()):
+                (thinking_parts if kind == "thinking" else answer_parts).append(tail)
+                events.emit(context, events.thinking(turn, tail) if kind == "thinking" else events.answer(turn, tail))
     truncated = is_truncation(end.finish_reason)
     content = "".join(answer_parts)
     if truncated and not content.strip():

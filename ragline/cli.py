@@ -132,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--session", help="continue this session id")
     _add_model_options(chat)
     chat.set_defaults(func=lambda a: asyncio.run(_run_chat(a)))
+    from ragline.commands import kb
+
+    kb.register(sub)
+    from ragline.commands import serve
+
+    serve.register(sub)
     return parser
 
 

@@ -54,3 +54,52 @@ WIKI_BOOST_FACTOR = 1.3  # wiki pages are LLM-synthesised knowledge, preferred t
 # --- streaming (stream/*.go) ---
 STREAM_TTL_S = 3600  # Redis event streams expire an hour after their last event
 TITLE_WAIT_AFTER_COMPLETE_S = 3.0  # SSE waits this long for a new session's title
+
+# --- the HTTP service (stream.go, qa.go, session.go) ---
+SSE_HEARTBEAT_S = 15.0  # a comment frame on quiet streams so proxies keep the connection open
+SSE_RETRY_MS = 1000  # EventSource reconnect delay announced at the start of every stream
+STOP_POLL_S = 0.2  # the stop watcher's period (seed: 300 ms); with STOP_GRACE_S a stop lands within 500 ms
+STOP_GRACE_S = 0.3  # after a stop the graph gets this long to end cleanly before its task is cancelled
+RUN_MAX_S = 7200.0  # the seed's 2-hour safety timeout of a run and of its stop watcher
+RUN_LEASE_TTL_S = 5.0  # a dead replica's runs are taken over this long after its last heartbeat
+RUN_HEARTBEAT_S = 1.0  # lease renewal period (well under the TTL: two missed beats are tolerated)
+RUN_RECOVERY_POLL_S = 1.0  # how often a replica looks for runs whose lease expired
+SESSION_PAGE_SIZE = 20  # sessions per page when the client names none
+SESSION_MAX_PAGE_SIZE = 100  # ...and at most, so one call never lists a whole tenant
+MESSAGE_PAGE_SIZE = 20  # messages per page when the client names none
+MESSAGE_MAX_PAGE_SIZE = 200
+SESSION_BATCH_DELETE_MAX = 100  # ids in one batch delete
+TITLE_MAX_CHARS = 60  # a generated session title is cut to this length
+TITLE_TIMEOUT_S = 30.0  # a title call slower than this falls back to the question's first words
+UPLOAD_MAX_BYTES = 50 * 1024 * 1024  # one uploaded document at most
+
+# --- web search + web_fetch (web_fetch.go, searchutil.ConvertWebSearchResults) ---
+WEB_FETCH_MAX_CONTENT_BYTES = 8000  # the seed cuts a fetched page to 8000 bytes of text
+WEB_FETCH_TIMEOUT_S = 15.0  # one slow site must not hold up the answer
+WEB_FETCH_MAX_DOWNLOAD_BYTES = 2_000_000  # a page body larger than this is cut before parsing
+WEB_FETCH_MAX_REDIRECTS = 5  # enough for http->https->www hops, too few for a redirect loop
+WEB_SEARCH_TIMEOUT_S = 10.0  # a web search slower than this is dropped; KB search goes on
+WEB_RESULT_MIN_RANK_SCORE = 0.5  # providers give no score: rank maps linearly onto [0.5, 1]
+
+# --- entity graph (extract_entity.go, search_entity.go) ---
+ENTITY_SEARCH_MAX_RESULTS = 30  # chunks an entity search contributes at most
+ENTITY_EXTRACT_MAX_TOKENS = 256  # a query's entity list is short
+GRAPH_EXTRACT_MAX_TOKENS = 1024  # entities + relationships of one chunk
+ENTITY_NODE_MATCH_LIMIT = 20  # graph nodes matched per entity and namespace
+
+# --- data analysis (data_analysis.go) ---
+DATA_ANALYSIS_QUERY_TIMEOUT_S = 10.0  # a runaway SQL query is interrupted, the answer goes on
+DATA_ANALYSIS_MAX_ROWS = 50  # rows of a query result shown to the model
+DATA_ANALYSIS_MAX_TOKENS = 512  # the decision + one SQL statement
+
+# --- long-term memory (memory_recall.go) ---
+MEMORY_RECALL_LIMIT = 5  # memories injected per question
+
+# --- merge (merge*.go) ---
+HISTORY_REF_MIN_OVERLAP = 0.3  # share of the smaller side's words a history reference must cover
+HISTORY_REF_SCORE_FACTOR = 0.6  # history references rank below fresh hits
+HISTORY_REF_MAX = 3  # at most this many history references are injected
+SHORT_CHUNK_CHARS = 350  # text chunks shorter than this get their neighbours' text
+EXPANDED_CHUNK_CHARS = 850  # ...up to about this length
+PARTIAL_OVERLAP_RATIO = 0.85  # token overlap at which two passages count as near-duplicates
+PARTIAL_OVERLAP_SIZE_RATIO = 3.0  # only compared when token counts are within 3x

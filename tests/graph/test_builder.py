@@ -42,10 +42,15 @@ def test_add_if_records_its_condition():
 
 
 def test_only_stages_that_exist_are_wired():
-    graph = compile_pipeline(rag_pipeline())
+    graph = compile_pipeline(rag_pipeline(), stages=_core_stages())
     nodes = set(graph.get_graph().nodes)
-    assert "chunk_rerank" not in nodes and "memory_recall" not in nodes
+    assert "rerank" not in nodes and "memory_recall" not in nodes
     assert {"begin_turn", "query_understand", "chat_completion_stream", "fallback"} <= nodes
+
+
+def test_rag_stream_wires_the_rerank_chain_in_the_seed_order():
+    edges = {(e.source, e.target) for e in compile_pipeline(rag_pipeline()).get_graph().edges}
+    assert {("rerank", "memory_affinity"), ("memory_affinity", "wiki_boost"), ("wiki_boost", "chunk_merge")} <= edges
 
 
 def test_every_preset_compiles():
@@ -68,8 +73,13 @@ def _search_node(outcome: dict):
     return chunk_search_parallel
 
 
+def _core_stages():
+    """The stages that need no knowledge base, so the tests below can supply their own search."""
+    return {stage: STAGE_NODES[stage] for stage in (S.LOAD_HISTORY, S.QUERY_UNDERSTAND, S.CHAT_COMPLETION_STREAM)}
+
+
 def _graph(outcome: dict):
-    stages = {**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: StageSpec.of(_search_node(outcome), needs_retrieval=True, window=ProgressWindow.KNOWLEDGE_SEARCH)}
+    stages = {**_core_stages(), S.CHUNK_SEARCH_PARALLEL: StageSpec.of(_search_node(outcome), needs_retrieval=True, window=ProgressWindow.KNOWLEDGE_SEARCH)}
     return compile_pipeline(dynamic_pipeline(), stages=stages, checkpointer=memory_saver())
 
 
@@ -198,7 +208,7 @@ def _parallel_search_stage(empty: bool = False):
 async def test_parallel_branches_merge_into_one_deduplicated_result_list(scripted_model):
     scripted_model.on(_is_rewrite, _json_reply("kb_search"))
     scripted_model.on(lambda b: True, Reply.text("answer"))
-    graph = compile_pipeline(dynamic_pipeline(), stages={**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: _parallel_search_stage()}, checkpointer=memory_saver())
+    graph = compile_pipeline(dynamic_pipeline(), stages={**_core_stages(), S.CHUNK_SEARCH_PARALLEL: _parallel_search_stage()}, checkpointer=memory_saver())
     events = await _run(graph, PipelineRequest(query="q", knowledge_base_ids=["kb"]))
     assert sorted(scripted_model.requests[-1]["messages"][-1]["content"].split(",")) == ["c1", "e1"]
     windows = [(e.response_type.value, e.data["tool_name"]) for e in events if e.data and "tool_name" in e.data]
@@ -207,6 +217,6 @@ async def test_parallel_branches_merge_into_one_deduplicated_result_list(scripte
 
 async def test_both_branches_empty_is_search_nothing(scripted_model):
     scripted_model.on(_is_rewrite, _json_reply("kb_search"))
-    graph = compile_pipeline(dynamic_pipeline(), stages={**STAGE_NODES, S.CHUNK_SEARCH_PARALLEL: _parallel_search_stage(empty=True)}, checkpointer=memory_saver())
+    graph = compile_pipeline(dynamic_pipeline(), stages={**_core_stages(), S.CHUNK_SEARCH_PARALLEL: _parallel_search_stage(empty=True)}, checkpointer=memory_saver())
     events = await _run(graph, PipelineRequest(query="q", knowledge_base_ids=["kb"], fallback_response="none"))
     assert [e.content for e in events if e.response_type == ResponseType.ANSWER] == ["none"]

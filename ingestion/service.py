@@ -1,0 +1,196 @@
+"""IngestionService: files and text into a knowledge base (chunks, vectors, keyword rows).
+
+Replaces the seed's knowledge ingestion path (KnowledgeService.CreateKnowledgeFromFile /
+processDocument / ReparseKnowledge / DeleteKnowledge). Writes are ordered so nothing is left
+half-written: parse, chunk and embed first (nothing stored yet); then new vectors and keyword rows
+under fresh ids; then one catalog transaction swaps the document's chunks; only then are the old
+vectors deleted. A failure before the catalog commit removes the new rows again, and a vector the
+catalog does not know is never returned by search anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
+from ragline.ingestion.parsers import parse_file
+from ragline.retrieval.catalog import ChunkRecord
+from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
+from ragline.retrieval.stack import RetrievalStack
+from ragline.retrieval.tokenizer import tokenize
+from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase
+from ragline.retrieval.vector_store import VectorRow
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class TextDocument:
+    """Text to ingest. `source` identifies the document: ingesting the same source again replaces it."""
+
+    text: str
+    title: str = ""
+    source: str = ""
+    file_type: str = "txt"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PreparedDocument:
+    knowledge: Knowledge
+    chunks: list[ChunkRecord]
+    vector_texts: list[tuple[str, str, str]]  # (vector id, chunk id, text to embed)
+    source_text: str
+
+
+def content_hash(text: str, settings: str) -> str:
+    return hashlib.sha256(f"{settings}\n{text}".encode()).hexdigest()
+
+
+def link_neighbours(chunks: list[ChunkRecord]) -> None:
+    """Previous/next ids among the indexed chunks of one document, in chunk order."""
+    for before, after in zip(chunks, chunks[1:]):
+        before.next_id, after.pre_id = after.id, before.id
+
+
+def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -> list[ChunkRecord]:
+    parents = [ChunkRecord(uuid.uuid4().hex, kb_id, knowledge_id, i, p.content, ChunkType.PARENT,
+                           metadata={"headings": p.headings, "title": title}, indexed=False)
+               for i, p in enumerate(plan.parents)]
+    children: list[ChunkRecord] = []
+    for i, draft in enumerate(plan.chunks):
+        text = embedding_text(draft.content, draft.headings)
+        children.append(ChunkRecord(
+            uuid.uuid4().hex, kb_id, knowledge_id, i, draft.content, ChunkType.TEXT,
+            parent_id=parents[draft.parent_index].id if draft.parent_index is not None else None,
+            metadata={"headings": draft.headings, "title": title}, tokens=tokenize(text),
+        ))
+    link_neighbours(children)
+    link_neighbours(parents)
+    return parents + children
+
+
+class IngestionService:
+    def __init__(self, stack: RetrievalStack) -> None:
+        self.stack = stack
+        self.catalog = stack.catalog
+
+    def _kb(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
+        kb = self.stack.knowledge_bases.get(kb_id, tenant_id)
+        if kb.tenant_id != tenant_id:
+            raise KnowledgeBaseAccessError(f"tenant {tenant_id} does not own knowledge base {kb.name}")
+        return kb
+
+    async def ingest_file(self, kb_id: str, path: Path, tenant_id: str = "default",
+                          progress: Progress | None = None) -> Knowledge:
+        return (await self.ingest_files(kb_id, [path], tenant_id, progress))[0]
+
+    async def ingest_files(self, kb_id: str, paths: list[Path], tenant_id: str = "default",
+                           progress: Progress | None = None) -> list[Knowledge]:
+        docs = []
+        for path in paths:
+            parsed = parse_file(path)
+            docs.append(TextDocument(parsed.text, parsed.title or path.stem, str(path.resolve()), parsed.file_type))
+        return await self.ingest_documents(kb_id, docs, tenant_id, progress)
+
+    async def ingest_text(self, kb_id: str, text: str, title: str = "", source: str = "",
+                          tenant_id: str = "default", metadata: dict[str, Any] | None = None,
+                          progress: Progress | None = None) -> Knowledge:
+        doc = TextDocument(text, title, source or f"text:{uuid.uuid4().hex}", "txt", metadata or {})
+        return (await self.ingest_documents(kb_id, [doc], tenant_id, progress))[0]
+
+    async def ingest_documents(self, kb_id: str, docs: list[TextDocument], tenant_id: str = "default",
+                               progress: Progress | None = None) -> list[Knowledge]:
+        """Chunk, embed and store several documents; unchanged documents are skipped."""
+        kb = self._kb(kb_id, tenant_id)
+        settings = kb.chunking.model_dump_json()
+        out: list[Knowledge] = []
+        todo: list[PreparedDocument] = []
+        for doc in docs:
+            digest = content_hash(doc.text, settings)
+            existing = self.catalog.find_knowledge(kb.id, doc.source) if doc.source else None
+            if existing is not None and existing.content_hash == digest:
+                out.append(existing)
+                continue
+            knowledge = Knowledge(
+                id=existing.id if existing else uuid.uuid4().hex, knowledge_base_id=kb.id, tenant_id=tenant_id,
+                title=doc.title or Path(doc.source).stem or "untitled", source=doc.source or f"text:{uuid.uuid4().hex}",
+                file_type=doc.file_type, content_hash=digest, metadata=doc.metadata,
+            )
+            chunks = plan_to_chunks(chunk_document(doc.text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+            texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
+            todo.append(PreparedDocument(knowledge, chunks, texts, doc.text))
+            out.append(knowledge)
+        await self.write(kb, todo, progress)
+        return out
+
+    async def write(self, kb: KnowledgeBase, docs: list[PreparedDocument], progress: Progress | None = None) -> None:
+        """Embed, then store in the order that never exposes a half-written document."""
+        if not docs:
+            if progress:
+                progress(1, 1)
+            return
+        rows_in = [row for doc in docs for row in doc.vector_texts]
+        try:
+            vectors = await self.stack.embedders.for_kb(kb).embed_passages([t for _, _, t in rows_in], progress=progress)
+        except Exception as exc:
+            raise IngestionError(f"embedding failed, nothing was stored: {exc}") from exc
+        knowledge_of = {chunk.id: doc.knowledge.id for doc in docs for chunk in doc.chunks}
+        rows = [VectorRow(vid, cid, knowledge_of[cid], vec) for (vid, cid, _), vec in zip(rows_in, vectors)]
+        engines = self.stack.stores[kb.vector_store]
+        old_ids = self.catalog.chunk_ids_of(doc.knowledge.id for doc in docs)
+        new_chunks = [c for doc in docs for c in doc.chunks if c.indexed]
+        new_ids = [c.id for c in new_chunks]
+        try:
+            await engines.vector.upsert(kb.id, rows)
+            await engines.keyword.write(kb.id, new_chunks)
+            self.catalog.replace_documents(kb.id, [(d.knowledge, d.chunks, d.source_text) for d in docs])
+        except Exception as exc:
+            await self._forget(kb, new_ids)
+            raise IngestionError(f"storing failed, nothing was kept: {exc}") from exc
+        await self._forget(kb, old_ids)
+
+    async def _forget(self, kb: KnowledgeBase, chunk_ids: list[str]) -> None:
+        """Best-effort removal of vectors and keyword rows; orphans are invisible to search."""
+        if not chunk_ids:
+            return
+        engines = self.stack.stores[kb.vector_store]
+        try:
+            await engines.vector.delete_chunks(kb.id, chunk_ids)
+            await engines.keyword.delete_chunks(kb.id, chunk_ids)
+        except Exception as exc:  # the catalog no longer lists them, so search never returns them
+            log.warning("could not delete %d stale rows of %s: %s", len(chunk_ids), kb.name, exc)
+
+    async def delete_knowledge(self, kb_id: str, knowledge_id: str, tenant_id: str = "default") -> None:
+        """Vectors and keyword rows first, catalog last, so a failed delete can simply be retried."""
+        kb = self._kb(kb_id, tenant_id)
+        knowledge = self.catalog.get_knowledge(knowledge_id)
+        if knowledge is None or knowledge.knowledge_base_id != kb.id:
+            raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
+        ids = self.catalog.chunk_ids_of([knowledge_id])
+        engines = self.stack.stores[kb.vector_store]
+        await engines.vector.delete_chunks(kb.id, ids)
+        await engines.keyword.delete_chunks(kb.id, ids)
+        self.catalog.delete_knowledge(kb.id, [knowledge_id])
+
+    async def reparse(self, kb_id: str, knowledge_id: str, tenant_id: str = "default",
+                      progress: Progress | None = None) -> Knowledge:
+        """Re-chunk a document from its stored text with the KB's current settings (cached vectors
+        make unchanged chunks free)."""
+        kb = self._kb(kb_id, tenant_id)
+        knowledge = self.catalog.get_knowledge(knowledge_id)
+        text = self.catalog.source_text(knowledge_id)
+        if knowledge is None or text is None or knowledge.knowledge_base_id != kb.id:
+            raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
+        knowledge.content_hash = content_hash(text, kb.chunking.model_dump_json())
+        chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+        texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
+        await self.write(kb, [PreparedDocument(knowledge, chunks, texts, text)], progress)
+        return knowledge

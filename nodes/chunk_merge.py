@@ -1,0 +1,33 @@
+"""chunk_merge: turn ranked hits into whole, non-overlapping contexts (seed: PluginMerge, merge.go).
+
+The seed's eight steps in order: input choice, de-duplication, history references, parent
+resolution, order-preserving merge of neighbours, FAQ answers, short-chunk expansion, and a final
+merge, de-duplication and partial-overlap removal. Adjacency is decided by text and chunk index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragline.graph.context import RunContext
+from ragline.graph.state import PipelineState
+from ragline.nodes import _merge_steps as step
+from ragline.services import services_of
+
+
+async def chunk_merge(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Merge rerank (or search) results into `merge_results`."""
+    request = state["request"]
+    catalog = services_of(runtime).retrieval.catalog
+    results = step.choose_input(state.get("rerank_results", []), state.get("search_results", []), request.rerank_top_k)
+    results = step.deduplicate(results)
+    results = step.deduplicate([*results, *step.history_references(state.get("history", []), state.get("rewrite_query") or request.query)])
+    results = step.resolve_parents(results, catalog)
+    results = step.merge_sequential(results)
+    results = step.fill_faq_answers(results)
+    results = step.expand_short_chunks(results, catalog)
+    results = step.merge_sequential(results)
+    results = step.remove_partial_overlaps(step.deduplicate(results))
+    return {"merge_results": results}

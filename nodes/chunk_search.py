@@ -1,0 +1,91 @@
+"""chunk_search: hybrid search over the turn's targets (seed: PluginSearch, search.go).
+
+Targets are grouped by embedding-model identity and the query is embedded once per group;
+whole-knowledge-base targets of a group share one HybridSearch call, targets scoped to
+documents or tags run one by one with recall thresholds off (what the user pointed at is kept).
+Web search, when enabled, runs beside the knowledge search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragline.graph import events
+from ragline.graph.context import RunContext, context_of
+from ragline.graph.request import PipelineRequest, SearchTarget
+from ragline.graph.state import ErrorKind, PipelineError, PipelineState, merge_search_results
+from ragline.retrieval.errors import (
+    EmbeddingModelMismatchError,
+    KnowledgeBaseAccessError,
+    KnowledgeBaseNotFoundError,
+    RetrievalError,
+)
+from ragline.retrieval.stack import RetrievalStack
+from ragline.retrieval.types import SearchParams, SearchResult
+from ragline.services import services_of
+
+_REQUEST_ERRORS = (KnowledgeBaseNotFoundError, KnowledgeBaseAccessError, EmbeddingModelMismatchError)
+
+
+def _scoped_knowledge_ids(stack: RetrievalStack, target: SearchTarget) -> list[str]:
+    """Documents of a scoped target: the ones named, plus those carrying one of its tags."""
+    ids = list(target.knowledge_ids)
+    if target.tag_ids:
+        wanted = set(target.tag_ids)
+        ids += [k.id for k in stack.catalog.list_knowledge(target.knowledge_base_id) if wanted & set(k.metadata.get("tags", []))]
+    return list(dict.fromkeys(ids))
+
+
+def _params(request: PipelineRequest, query: str, tenant: str, kb_ids: list[str], embedding: list[float], **extra: Any) -> SearchParams:
+    return SearchParams(
+        query=query,
+        knowledge_base_ids=kb_ids,
+        tenant_id=tenant,
+        match_count=request.embedding_top_k,
+        vector_threshold=request.vector_threshold,
+        keyword_threshold=request.keyword_threshold,
+        query_embedding=embedding,
+        **extra,
+    )
+
+
+async def search_targets(stack: RetrievalStack, request: PipelineRequest, query: str, tenant: str, targets: list[SearchTarget]) -> list[SearchResult]:
+    """searchByTargets: one embedding per model identity, one call for whole bases, one per scoped target."""
+    kbs = stack.searcher.authorize([t.knowledge_base_id for t in targets], tenant)
+    kb_by_id = {kb.id: kb for kb in kbs}
+    groups: dict[str, list[SearchTarget]] = defaultdict(list)
+    for target in targets:
+        groups[kb_by_id[target.knowledge_base_id].embedding_key].append(target)
+    calls = []
+    for group in groups.values():
+        embedding = await stack.embedders.for_kb(kb_by_id[group[0].knowledge_base_id]).embed_query(query)
+        whole = [t.knowledge_base_id for t in group if not t.is_scoped]
+        if whole:
+            calls.append(stack.searcher.search(_params(request, query, tenant, whole, embedding)))
+        for target in (t for t in group if t.is_scoped):
+            knowledge_ids = _scoped_knowledge_ids(stack, target)
+            if knowledge_ids:
+                calls.append(stack.searcher.search(_params(request, query, tenant, [target.knowledge_base_id], embedding, knowledge_ids=knowledge_ids, disable_recall_thresholds=True)))
+    batches = await asyncio.gather(*calls)
+    return merge_search_results([], [result for batch in batches for result in batch])
+
+
+async def chunk_search(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Search the knowledge bases in scope (and the web when enabled) for the rewritten question."""
+    request, context = state["request"], context_of(runtime)
+    targets = state.get("search_targets", [])
+    query = state.get("rewrite_query") or request.query
+    results: list[SearchResult] = []
+    if targets:
+        try:
+            results = await search_targets(services_of(runtime).retrieval, request, query, context.tenant_id, targets)
+        except RetrievalError as exc:
+            # a missing or forbidden knowledge base means a wrong request; anything else, a failing store
+            kind = ErrorKind.INVALID_INPUT if isinstance(exc, _REQUEST_ERRORS) else ErrorKind.RETRIEVAL
+            events.emit(context, events.error(state["turn"], str(exc), code=kind.value))
+            return {"error": PipelineError(kind, str(exc))}
+    return {"search_results": results}

@@ -1,0 +1,246 @@
+"""`ragline kb|ingest|search|eval`: knowledge bases from the command line.
+
+Every command returns an exit code; bad input prints one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragline.models.embeddings import EmbeddingError
+from ragline.retrieval.errors import RetrievalError
+from ragline.retrieval.types import ChunkingConfig, FAQIndexMode, KnowledgeBaseType, SearchParams
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, redrawn at most ten times a second."""
+
+    def __init__(self, label: str, stream: Any = None) -> None:
+        self.label, self.stream = label, stream or sys.stderr
+        self._last = 0.0
+        self._shown = False
+
+    def update(self, done: int, total: int, label: str | None = None) -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * done / total) if total else width
+        text = f"\r{label or self.label:<18} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+        self.stream.write(text)
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._shown = False
+
+
+def _guarded(func: Callable[[argparse.Namespace], Any]) -> Handler:
+    """Known failures become `error: ...` on stderr and exit code 1; async handlers are run here."""
+
+    @functools.wraps(func)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            result = func(args)
+            if asyncio.iscoroutine(result):
+                result = asyncio.run(result)
+            return int(result or 0)
+        except (RetrievalError, EmbeddingError, OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            return 130
+
+    return run
+
+
+def _stack():  # imported lazily: building the stack opens Chroma, not needed for --help
+    from ragline.retrieval.stack import RetrievalStack
+
+    return RetrievalStack.from_settings()
+
+
+def _snippet(text: str, width: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def kb_create(args: argparse.Namespace) -> int:
+    stack = _stack()
+    chunking = ChunkingConfig(chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, parent_child=args.parent_child)
+    kb = stack.knowledge_bases.create(
+        args.name, tenant_id=args.tenant, type=KnowledgeBaseType(args.type), description=args.description,
+        tags=[t.strip() for t in args.tags.split(",") if t.strip()], chunking=chunking,
+        faq_index_mode=FAQIndexMode(args.faq_index_mode),
+    )
+    print(f"created {kb.type.value} knowledge base {kb.name} ({kb.id}), embeddings: {kb.embedding_model}")
+    return 0
+
+
+def kb_list(args: argparse.Namespace) -> int:
+    stack = _stack()
+    kbs = stack.knowledge_bases.list(args.tenant)
+    if not kbs:
+        print("no knowledge bases")
+        return 0
+    print(f"{'name':<24} {'type':<9} {'docs':>5} {'chunks':>7}  {'embedding model':<32} tags")
+    for kb in kbs:
+        docs = stack.catalog.list_knowledge(kb.id)
+        print(f"{kb.name:<24} {kb.type.value:<9} {len(docs):>5} {sum(d.chunk_count for d in docs):>7}  "
+              f"{kb.embedding_model:<32} {','.join(kb.tags)}")
+    return 0
+
+
+async def kb_delete(args: argparse.Namespace) -> int:
+    stack = _stack()
+    kb = stack.knowledge_bases.resolve(args.name, args.tenant)
+    await stack.knowledge_bases.delete(kb.id, args.tenant)
+    print(f"deleted knowledge base {kb.name}")
+    return 0
+
+
+def _collect(paths: list[str]) -> list[Path]:
+    from ragline.ingestion.parsers import SUPPORTED
+
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower().lstrip(".") in SUPPORTED))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise RetrievalError(f"{raw} does not exist")
+    if not files:
+        raise RetrievalError("no supported files found (" + ", ".join(SUPPORTED) + ")")
+    return files
+
+
+async def ingest(args: argparse.Namespace) -> int:
+    from ragline.ingestion.faq_import import import_faq_file
+    from ragline.ingestion.service import IngestionService
+
+    stack = _stack()
+    kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
+    files = _collect(args.paths)
+    service = IngestionService(stack)
+    bar = ProgressBar("embedding")
+    try:
+        if kb.type == KnowledgeBaseType.FAQ:
+            for path in files:
+                report = await import_faq_file(service, kb.id, path, args.tenant, dry_run=args.dry_run,
+                                               progress=bar.update)
+                bar.close()
+                print(report.summary(path.name))
+            return 0
+        knowledge = await service.ingest_files(kb.id, files, args.tenant, progress=bar.update)
+    finally:
+        bar.close()
+    chunks = sum(k.chunk_count for k in knowledge)
+    print(f"ingested {len(knowledge)} document(s), {chunks} chunk(s) into {kb.name}")
+    return 0
+
+
+async def search(args: argparse.Namespace) -> int:
+    stack = _stack()
+    kb_ids = [stack.knowledge_bases.resolve(name, args.tenant).id for name in args.kb]
+    params = SearchParams(query=args.query, knowledge_base_ids=kb_ids, tenant_id=args.tenant, match_count=args.top_k,
+                          disable_vector=args.mode == "keyword", disable_keyword=args.mode == "vector",
+                          disable_recall_thresholds=args.no_thresholds)
+    results = await stack.searcher.search(params)
+    if not results:
+        print("no results")
+        return 0
+    print(f"{'#':>3} {'score':>6}  {'match':<8} {'document':<28} snippet")
+    for i, r in enumerate(results, start=1):
+        print(f"{i:>3} {r.score:>6.3f}  {r.match_type.value:<8} {_snippet(r.knowledge_title, 28):<28} {_snippet(r.content)}")
+    return 0
+
+
+def metric_table(metrics: dict[str, dict[str, float]]) -> str:
+    from ragline.retrieval.metrics import METRICS
+
+    lines = [f"{'retriever':<10}" + "".join(f"{m:>12}" for m in METRICS)]
+    for mode, values in metrics.items():
+        lines.append(f"{mode:<10}" + "".join(f"{values[m]:>12.4f}" for m in METRICS))
+    return "\n".join(lines)
+
+
+async def evaluate(args: argparse.Namespace) -> int:
+    from ragline.models.embeddings import Embedder
+    from ragline.retrieval.evaluation import evaluate as run_eval
+
+    data_dir = Path(args.data_dir)
+    if not data_dir.is_dir():
+        raise RetrievalError(f"{data_dir} is not a directory")
+    bar = ProgressBar("")
+    try:
+        report = await run_eval(data_dir, Embedder.from_settings(), max_queries=args.max_queries,
+                                chunk_size=args.chunk_size, progress=lambda s, d, t: bar.update(d, t, s))
+    finally:
+        bar.close()
+    print(f"{report.name}: {report.documents} documents, {report.queries} queries")
+    print(metric_table(report.metrics))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"name": report.name, "metrics": report.metrics}, indent=2))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `kb`, `ingest`, `search` and `eval` to the ragline command."""
+    tenant = argparse.ArgumentParser(add_help=False)
+    tenant.add_argument("--tenant", default="default", help="tenant that owns the knowledge bases")
+
+    kb = subparsers.add_parser("kb", help="create, list or delete knowledge bases")
+    kb_sub = kb.add_subparsers(dest="kb_command", required=True)
+    create = kb_sub.add_parser("create", parents=[tenant], help="create a knowledge base")
+    create.add_argument("name")
+    create.add_argument("--type", choices=[t.value for t in KnowledgeBaseType], default="document")
+    create.add_argument("--description", default="")
+    create.add_argument("--tags", default="", help="comma-separated tags")
+    create.add_argument("--chunk-size", type=int, default=512)
+    create.add_argument("--chunk-overlap", type=int, default=80)
+    create.add_argument("--parent-child", action="store_true", help="index 384-char children of 4096-char parents")
+    create.add_argument("--faq-index-mode", choices=[m.value for m in FAQIndexMode], default="question_answer")
+    create.set_defaults(func=_guarded(kb_create))
+    listing = kb_sub.add_parser("list", parents=[tenant], help="list knowledge bases")
+    listing.set_defaults(func=_guarded(kb_list))
+    delete = kb_sub.add_parser("delete", parents=[tenant], help="delete a knowledge base and its index rows")
+    delete.add_argument("name")
+    delete.set_defaults(func=_guarded(kb_delete))
+
+    ing = subparsers.add_parser("ingest", parents=[tenant], help="ingest files or folders into a knowledge base")
+    ing.add_argument("paths", nargs="+", metavar="PATH")
+    ing.add_argument("--kb", required=True, help="knowledge base name")
+    ing.add_argument("--dry-run", action="store_true", help="FAQ import: validate and report, store nothing")
+    ing.set_defaults(func=_guarded(ingest))
+
+    find = subparsers.add_parser("search", parents=[tenant], help="hybrid search in knowledge bases")
+    find.add_argument("query")
+    find.add_argument("--kb", required=True, action="append", help="knowledge base name (repeat for several)")
+    find.add_argument("--top-k", type=int, default=10)
+    find.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default="hybrid")
+    find.add_argument("--no-thresholds", action="store_true", help="keep hits below the recall thresholds")
+    find.set_defaults(func=_guarded(search))
+
+    ev = subparsers.add_parser("eval", help="score retrieval on a BEIR-layout folder")
+    ev.add_argument("data_dir")
+    ev.add_argument("--max-queries", type=int, default=None)
+    ev.add_argument("--chunk-size", type=int, default=0, help="0 = one chunk per document (BEIR judges documents)")
+    ev.add_argument("--json", default=None, help="also write the metrics to this file")
+    ev.set_defaults(func=_guarded(evaluate))

@@ -1,0 +1,31 @@
+"""Typed errors of the retrieval and ingestion packages; callers turn them into responses."""
+
+from __future__ import annotations
+
+
+class RetrievalError(RuntimeError):
+    """Base of every error raised by ragline.retrieval / ragline.ingestion."""
+
+
+class KnowledgeBaseNotFoundError(RetrievalError):
+    pass
+
+
+class KnowledgeBaseAccessError(RetrievalError):
+    """The tenant neither owns the knowledge base nor has it shared (seed: authorizeKBAccess)."""
+
+
+class KnowledgeBaseExistsError(RetrievalError):
+    pass
+
+
+class EmbeddingModelMismatchError(RetrievalError):
+    """KBs of different embedding spaces searched together (seed: validateSameEmbeddingModel)."""
+
+
+class StoreGroupError(RetrievalError):
+    """One store group failed or timed out; the whole search fails (all-or-nothing fan-out)."""
+
+
+class IngestionError(RetrievalError):
+    """A document could not be parsed, chunked, embedded or written; nothing was kept."""

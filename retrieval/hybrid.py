@@ -1,0 +1,247 @@
+"""HybridSearch: cross-knowledge-base vector + keyword search with fusion, steps 1-9 of the seed.
+
+Replaces internal/application/service/knowledgebase_search.go and its satellites
+knowledgebase_search_storegroup.go (grouping), knowledgebase_search_fanout.go (concurrent,
+all-or-nothing fan-out), knowledgebase_search_fusion.go and knowledgebase_search_faq.go.
+Image recall (step 5) is not implemented: Ragline has no image vectors yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ragline import defaults
+from ragline.retrieval.catalog import Catalog, ChunkRecord
+from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.embedders import EmbedderPool
+from ragline.retrieval.errors import (EmbeddingModelMismatchError, KnowledgeBaseAccessError,
+                                      KnowledgeBaseNotFoundError, StoreGroupError)
+from ragline.retrieval.faq import deepening_depths, is_negative_for
+from ragline.retrieval.fusion import Fused, Hit, fuse, normalize_keyword_scores
+from ragline.retrieval.keyword_index import KeywordIndex
+from ragline.retrieval.tokenizer import tokenize
+from ragline.retrieval.types import (KnowledgeBase, KnowledgeBaseType, MatchType, SearchParams,
+                                     SearchResult)
+from ragline.retrieval.vector_store import VectorStore
+
+
+@dataclass(frozen=True)
+class StoreEngines:
+    """The engines of one store group: a vector store and the keyword index beside it."""
+
+    vector: VectorStore
+    keyword: KeywordIndex
+
+
+@dataclass
+class _Query:
+    """What every store group receives: computed once per search (step 3)."""
+
+    embedding: list[float] | None
+    tokens: list[str]
+    knowledge_ids: list[str] | None
+    vector_threshold: float
+    keyword_threshold: float
+
+
+@dataclass
+class _GroupResult:
+    vector: list[Hit] = field(default_factory=list)
+    keyword: list[Hit] = field(default_factory=list)
+    vector_filled: bool = False
+
+
+def normalized_match_count(match_count: int) -> int:
+    """<= 0 (the JSON zero value when the caller sent nothing) means the default of 50."""
+    return match_count if match_count > 0 else defaults.DEFAULT_RETRIEVAL_TOP_K
+
+
+def retrieval_pool_size(match_count: int, kb_count: int) -> int:
+    """Candidates per retriever: max(match*5, 50) per KB, capped at 500."""
+    per_kb = max(match_count * defaults.OVERSAMPLE_FACTOR, defaults.MIN_OVERSAMPLE)
+    return min(per_kb * max(kb_count, 1), defaults.MAX_RETRIEVAL_POOL_SIZE)
+
+
+class HybridSearcher:
+    """The one search entry point shared by the pipeline, the search API and agent tools."""
+
+    def __init__(self, catalog: Catalog, stores: dict[str, StoreEngines], embedders: EmbedderPool,
+                 settings: RetrievalSettings) -> None:
+        self.catalog = catalog
+        self.stores = stores
+        self.embedders = embedders
+        self.settings = settings
+
+    async def search(self, params: SearchParams) -> list[SearchResult]:
+        kbs = self.authorize(params.knowledge_base_ids, params.tenant_id)  # step 1
+        validate_same_embedding_model(kbs)
+        match_count = normalized_match_count(params.match_count)  # step 2
+        pool = retrieval_pool_size(match_count, len(kbs))
+        query = await self._prepare_query(params, kbs)  # step 3
+        groups = group_by_store(kbs)  # step 4
+        fused, filled = await self._search_round(groups, query, pool)  # steps 6-7
+        fused = self._drop_negative_faq(fused, params.query)
+        if kbs[0].type == KnowledgeBaseType.FAQ and filled:  # step 8: the primary KB is an FAQ base
+            fused = await self._deepen_faq(groups, query, pool, fused, match_count, params.query)
+        return self._to_results(fused[:match_count])  # step 9
+
+    def authorize(self, kb_ids: list[str], tenant_id: str) -> list[KnowledgeBase]:
+        found = self.catalog.get_kbs(list(dict.fromkeys(kb_ids)))
+        kbs: list[KnowledgeBase] = []
+        for kb_id in dict.fromkeys(kb_ids):
+            kb = found.get(kb_id)
+            if kb is None:
+                raise KnowledgeBaseNotFoundError(f"knowledge base {kb_id} does not exist")
+            if kb.tenant_id != tenant_id and not kb.shared:
+                raise KnowledgeBaseAccessError(f"tenant {tenant_id} may not search knowledge base {kb.name}")
+            kbs.append(kb)
+        return kbs
+
+    async def _prepare_query(self, params: SearchParams, kbs: list[KnowledgeBase]) -> _Query:
+        use_keyword = not params.disable_keyword and any(kb.type == KnowledgeBaseType.DOCUMENT for kb in kbs)
+        embedding = None
+        if not params.disable_vector:
+            embedding = params.query_embedding or await self.embedders.for_kb(kbs[0]).embed_query(params.query)
+        off = params.disable_recall_thresholds
+        return _Query(
+            embedding=embedding,
+            tokens=tokenize(params.keyword_query or params.query) if use_keyword else [],
+            knowledge_ids=params.knowledge_ids or None,
+            vector_threshold=0.0 if off else params.vector_threshold,
+            keyword_threshold=0.0 if off else params.keyword_threshold,
+        )
+
+    async def _search_round(self, groups: dict[tuple[str, str], list[KnowledgeBase]], query: _Query,
+                            depth: int) -> tuple[list[Fused], bool]:
+        """One retrieval round; also tells whether any vector list came back full."""
+        results = await self._fan_out(groups, query, depth)
+        fused = fuse([r.vector for r in results], [r.keyword for r in results], **fusion_args(self.settings))
+        return fused, any(r.vector_filled for r in results)
+
+    async def _fan_out(self, groups: dict[tuple[str, str], list[KnowledgeBase]], query: _Query,
+                       depth: int) -> list[_GroupResult]:
+        """Step 6: one group directly; several concurrently (at most 4), each under a timeout."""
+        if len(groups) == 1:
+            (store, _), kbs = next(iter(groups.items()))
+            results = [await self._search_group(store, kbs, query, depth)]
+        else:
+            gate = asyncio.Semaphore(defaults.MAX_CONCURRENT_STORE_GROUPS)
+
+            async def bounded(store: str, kbs: list[KnowledgeBase]) -> _GroupResult:
+                async with gate:
+                    try:
+                        return await asyncio.wait_for(self._search_group(store, kbs, query, depth),
+                                                      self.settings.store_group_timeout_s)
+                    except TimeoutError as exc:
+                        raise StoreGroupError(f"store group {store} timed out") from exc
+
+            tasks = [asyncio.create_task(bounded(s, kbs)) for (s, _), kbs in groups.items()]
+            try:
+                results = list(await asyncio.gather(*tasks))
+            except BaseException:
+                for task in tasks:  # all-or-nothing: one failed group cancels the rest
+                    task.cancel()
+                raise
+        return results
+
+    async def _search_group(self, store: str, kbs: list[KnowledgeBase], query: _Query, depth: int) -> _GroupResult:
+        engines = self.stores.get(store)
+        if engines is None:
+            raise StoreGroupError(f"no vector store named {store} is configured")
+        try:
+            return await self._query_group(engines, kbs, query, depth)
+        except StoreGroupError:
+            raise
+        except Exception as exc:  # any engine error fails the group, and the group fails the search
+            raise StoreGroupError(f"store group {store} failed: {exc}") from exc
+
+    async def _query_group(self, engines: StoreEngines, kbs: list[KnowledgeBase], query: _Query,
+                           depth: int) -> _GroupResult:
+        """Vector search for every KB; keyword search for document KBs (FAQ KBs have no keyword index)."""
+        vector_calls = [engines.vector.query(kb.id, query.embedding, depth, query.knowledge_ids)
+                        for kb in kbs] if query.embedding is not None else []
+        keyword_calls = [engines.keyword.search(kb.id, query.tokens, depth, query.knowledge_ids)
+                         for kb in kbs if kb.type == KnowledgeBaseType.DOCUMENT and query.tokens]
+        answers = await asyncio.gather(*vector_calls, *keyword_calls)
+        vector_answers, keyword_answers = answers[: len(vector_calls)], answers[len(vector_calls):]
+        doc_kbs = [kb for kb in kbs if kb.type == KnowledgeBaseType.DOCUMENT]
+        out = _GroupResult(vector_filled=any(a.filled for a in vector_answers))
+        vector = [Hit(h.chunk_id, kb.id, h.similarity, MatchType.VECTOR)
+                  for kb, a in zip(kbs, vector_answers) for h in a.hits]
+        out.vector = sorted((h for h in vector if h.score >= query.vector_threshold), key=lambda h: -h.score)[:depth]
+        raw = sorted(((h, kb.id) for kb, a in zip(doc_kbs, keyword_answers) for h in a), key=lambda p: -p[0].score)[:depth]
+        scores = normalize_keyword_scores([h.score for h, _ in raw])
+        out.keyword = [Hit(h.chunk_id, kb_id, s, MatchType.KEYWORD)
+                       for (h, kb_id), s in zip(raw, scores) if s >= query.keyword_threshold]
+        return out
+
+    def _drop_negative_faq(self, fused: list[Fused], query: str) -> list[Fused]:
+        faq_ids = [f.chunk_id for f in fused if self._is_faq_kb(f.knowledge_base_id)]
+        if not faq_ids:
+            return fused
+        chunks = self.catalog.get_chunks(faq_ids)
+        return [f for f in fused if f.chunk_id not in chunks or not is_negative_for(query, chunks[f.chunk_id].metadata)]
+
+    def _is_faq_kb(self, kb_id: str) -> bool:
+        kb = self.catalog.get_kb(kb_id)
+        return kb is not None and kb.type == KnowledgeBaseType.FAQ
+
+    async def _deepen_faq(self, groups: dict[tuple[str, str], list[KnowledgeBase]], query: _Query, depth: int,
+                          fused: list[Fused], match_count: int, raw_query: str) -> list[Fused]:
+        """Too few FAQ hits while a vector list came back full: double the depth, up to 5 rounds."""
+        filled = True
+        for deeper in deepening_depths(depth):
+            if len(fused) >= match_count or not filled:
+                break
+            fused, filled = await self._search_round(groups, query, deeper)
+            fused = self._drop_negative_faq(fused, raw_query)
+        return fused
+
+    def _to_results(self, fused: list[Fused]) -> list[SearchResult]:
+        """Step 9: attach chunk content and neighbours; hits the catalog no longer knows are dropped."""
+        chunks = self.catalog.get_chunks(f.chunk_id for f in fused)
+        docs = self.catalog.get_knowledge_many(c.knowledge_id for c in chunks.values())
+        out: list[SearchResult] = []
+        for f in fused:
+            chunk = chunks.get(f.chunk_id)
+            if chunk is None:
+                continue
+            doc = docs.get(chunk.knowledge_id)
+            out.append(_result(chunk, f, doc.title if doc else ""))
+        return out
+
+
+def _result(chunk: ChunkRecord, fused: Fused, title: str) -> SearchResult:
+    return SearchResult(
+        id=chunk.id, content=chunk.content, score=fused.score, knowledge_id=chunk.knowledge_id,
+        knowledge_base_id=chunk.knowledge_base_id, knowledge_title=title, chunk_index=chunk.chunk_index,
+        chunk_type=chunk.chunk_type, match_type=fused.match_type, pre_chunk_id=chunk.pre_id,
+        next_chunk_id=chunk.next_id, parent_chunk_id=chunk.parent_id, vector_score=fused.vector_score,
+        keyword_score=fused.keyword_score, metadata=chunk.metadata,
+    )
+
+
+def fusion_args(settings: RetrievalSettings) -> dict[str, object]:
+    """The configured fusion: z-score weights, or the seed's RRF k and weights."""
+    if settings.fusion == "zscore":
+        return {"k": settings.rrf_k, "vector_weight": settings.fusion_vector_weight,
+                "keyword_weight": settings.fusion_keyword_weight, "method": "zscore"}
+    return {"k": settings.rrf_k, "vector_weight": settings.rrf_vector_weight,
+            "keyword_weight": settings.rrf_keyword_weight, "method": "rrf"}
+
+
+def validate_same_embedding_model(kbs: list[KnowledgeBase]) -> None:
+    keys = {kb.embedding_key for kb in kbs}
+    if len(keys) > 1:
+        names = ", ".join(f"{kb.name} ({kb.embedding_key})" for kb in kbs)
+        raise EmbeddingModelMismatchError(f"knowledge bases use different embedding models: {names}")
+
+
+def group_by_store(kbs: list[KnowledgeBase]) -> dict[tuple[str, str], list[KnowledgeBase]]:
+    """Step 4: one group per (vector store, owning tenant), in request order."""
+    groups: dict[tuple[str, str], list[KnowledgeBase]] = defaultdict(list)
+    for kb in kbs:
+        groups[(kb.vector_store, kb.tenant_id)].append(kb)
+    return dict(groups)

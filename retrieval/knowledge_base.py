@@ -1,0 +1,110 @@
+"""Knowledge base CRUD with tenant ownership; deleting a KB removes its vectors and keyword rows.
+
+Replaces the seed's KnowledgeBaseService (knowledgebase.go) for create/list/update/delete and its
+authorizeKBAccess check.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from ragline.retrieval.catalog import Catalog
+from ragline.retrieval.errors import (KnowledgeBaseAccessError, KnowledgeBaseExistsError,
+                                      KnowledgeBaseNotFoundError, RetrievalError)
+from ragline.retrieval.hybrid import StoreEngines
+from ragline.retrieval.types import ChunkingConfig, FAQIndexMode, KnowledgeBase, KnowledgeBaseType
+
+
+class KnowledgeBaseService:
+    def __init__(self, catalog: Catalog, stores: dict[str, StoreEngines], embedding_model: str,
+                 embedding_base_url: str = "") -> None:
+        self.catalog = catalog
+        self.stores = stores
+        self.embedding_model = embedding_model
+        self.embedding_base_url = embedding_base_url
+
+    def create(
+        self, name: str, tenant_id: str = "default", type: KnowledgeBaseType = KnowledgeBaseType.DOCUMENT,
+        description: str = "", tags: list[str] | None = None, chunking: ChunkingConfig | None = None,
+        faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER, shared: bool = False,
+        embedding_model: str | None = None, embedding_base_url: str | None = None, vector_store: str = "default",
+    ) -> KnowledgeBase:
+        name = name.strip()
+        if not name:
+            raise RetrievalError("a knowledge base needs a non-empty name")
+        if vector_store not in self.stores:
+            raise RetrievalError(f"no vector store named {vector_store} is configured")
+        if self.catalog.find_kb(tenant_id, name) is not None:
+            raise KnowledgeBaseExistsError(f"knowledge base {name} already exists")
+        kb = KnowledgeBase(
+            id=uuid.uuid4().hex, tenant_id=tenant_id, name=name, type=KnowledgeBaseType(type),
+            description=description, tags=sorted(set(tags or [])), chunking=chunking or ChunkingConfig(),
+            faq_index_mode=FAQIndexMode(faq_index_mode), shared=shared, vector_store=vector_store,
+            embedding_model=embedding_model or self.embedding_model,
+            embedding_base_url=self.embedding_base_url if embedding_base_url is None else embedding_base_url,
+        )
+        self.catalog.insert_kb(kb)
+        return kb
+
+    def get(self, kb_id: str, tenant_id: str = "default") -> KnowledgeBase:
+        kb = self.catalog.get_kb(kb_id)
+        if kb is None:
+            raise KnowledgeBaseNotFoundError(f"knowledge base {kb_id} does not exist")
+        return self._authorized(kb, tenant_id)
+
+    def get_by_name(self, name: str, tenant_id: str = "default") -> KnowledgeBase:
+        kb = self.catalog.find_kb(tenant_id, name.strip())
+        if kb is None:
+            shared = [k for k in self.catalog.list_kbs() if k.shared and k.name == name.strip()]
+            if not shared:
+                raise KnowledgeBaseNotFoundError(f"knowledge base {name} does not exist")
+            kb = shared[0]
+        return kb
+
+    def resolve(self, name_or_id: str, tenant_id: str = "default") -> KnowledgeBase:
+        """A KB by name first (what people type), then by id (what programs pass)."""
+        try:
+            return self.get_by_name(name_or_id, tenant_id)
+        except KnowledgeBaseNotFoundError:
+            return self.get(name_or_id, tenant_id)
+
+    def list(self, tenant_id: str = "default") -> list[KnowledgeBase]:
+        return [kb for kb in self.catalog.list_kbs() if kb.tenant_id == tenant_id or kb.shared]
+
+    def update(self, kb_id: str, tenant_id: str = "default", *, name: str | None = None,
+               description: str | None = None, tags: list[str] | None = None, shared: bool | None = None) -> KnowledgeBase:
+        kb = self._owned(kb_id, tenant_id)
+        if name is not None and name.strip() != kb.name:
+            if not name.strip():
+                raise RetrievalError("a knowledge base needs a non-empty name")
+            if self.catalog.find_kb(tenant_id, name.strip()) is not None:
+                raise KnowledgeBaseExistsError(f"knowledge base {name} already exists")
+            kb.name = name.strip()
+        if description is not None:
+            kb.description = description
+        if tags is not None:
+            kb.tags = sorted(set(tags))
+        if shared is not None:
+            kb.shared = shared
+        self.catalog.update_kb(kb)
+        return kb
+
+    async def delete(self, kb_id: str, tenant_id: str = "default") -> None:
+        """Stores first, catalog last: a failure leaves the KB listed, so deleting again finishes the job."""
+        kb = self._owned(kb_id, tenant_id)
+        engines = self.stores[kb.vector_store]
+        await engines.vector.delete_kb(kb.id)
+        await engines.keyword.delete_kb(kb.id)
+        self.catalog.delete_kb(kb.id)
+
+    def _owned(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
+        kb = self.get(kb_id, tenant_id)
+        if kb.tenant_id != tenant_id:  # shared KBs are readable, not writable, by other tenants
+            raise KnowledgeBaseAccessError(f"tenant {tenant_id} does not own knowledge base {kb.name}")
+        return kb
+
+    @staticmethod
+    def _authorized(kb: KnowledgeBase, tenant_id: str) -> KnowledgeBase:
+        if kb.tenant_id != tenant_id and not kb.shared:
+            raise KnowledgeBaseAccessError(f"tenant {tenant_id} may not use knowledge base {kb.name}")
+        return kb

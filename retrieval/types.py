@@ -1,0 +1,122 @@
+"""Boundary models of the search API (SearchParams in, SearchResult out) and the catalog rows.
+
+Replaces types.SearchParams / types.SearchResult / KnowledgeBase of the seed
+(internal/types, used by knowledgebase_search.go).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragline import defaults
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class KnowledgeBaseType(StrEnum):
+    DOCUMENT = "document"
+    FAQ = "faq"
+
+
+class FAQIndexMode(StrEnum):
+    QUESTION_ONLY = "question_only"  # embed each question alone
+    QUESTION_ANSWER = "question_answer"  # embed question + answer together
+
+
+class ChunkType(StrEnum):
+    TEXT = "text"
+    PARENT = "parent_text"  # context holder of parent/child chunking; never indexed itself
+    FAQ = "faq"
+
+
+class MatchType(StrEnum):
+    VECTOR = "vector"
+    KEYWORD = "keyword"
+    HYBRID = "hybrid"  # found by both retrievers and fused
+
+
+class ChunkingConfig(BaseModel):
+    chunk_size: int = Field(512, ge=16, description="Characters per chunk.")
+    chunk_overlap: int = Field(80, ge=0, description="Characters shared by neighbouring chunks.")
+    parent_child: bool = Field(False, description="Index small children, keep big parents for context.")
+    parent_chunk_size: int = Field(4096, ge=64)
+    child_chunk_size: int = Field(384, ge=16)
+
+
+class KnowledgeBase(BaseModel):
+    id: str
+    tenant_id: str
+    name: str
+    type: KnowledgeBaseType = KnowledgeBaseType.DOCUMENT
+    description: str = ""
+    embedding_model: str
+    embedding_base_url: str = ""
+    vector_store: str = "default"  # store group key (seed: VectorStoreID)
+    tags: list[str] = Field(default_factory=list)
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER
+    shared: bool = False  # shared with every tenant (seed: organisation-shared KBs)
+    revision: int = 0  # bumped on every write; derived indexes rebuild when it moves
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def embedding_key(self) -> str:
+        return f"{self.embedding_model}@{self.embedding_base_url}"
+
+
+class Knowledge(BaseModel):
+    """One document (or the FAQ entry set) inside a knowledge base."""
+
+    id: str
+    knowledge_base_id: str
+    tenant_id: str
+    title: str
+    source: str = ""
+    file_type: str = "txt"
+    content_hash: str = ""
+    chunk_count: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SearchParams(BaseModel):
+    """One HybridSearch call over one or several knowledge bases."""
+
+    query: str = Field(min_length=1)
+    knowledge_base_ids: list[str] = Field(min_length=1)
+    tenant_id: str = "default"
+    knowledge_ids: list[str] = Field(default_factory=list, description="Restrict to these documents.")
+    match_count: int = Field(0, description="Results wanted; <= 0 means the default (50).")
+    vector_threshold: float = defaults.DEFAULT_VECTOR_THRESHOLD
+    keyword_threshold: float = defaults.DEFAULT_KEYWORD_THRESHOLD
+    disable_vector: bool = False
+    disable_keyword: bool = False
+    disable_recall_thresholds: bool = Field(False, description="Scoped searches keep everything they find.")
+    query_embedding: list[float] | None = Field(None, description="Reuse a vector computed by the caller.")
+    keyword_query: str | None = Field(None, description="Keyword side text when it differs (query expansion).")
+
+
+class SearchResult(BaseModel):
+    id: str
+    content: str
+    score: float
+    knowledge_id: str
+    knowledge_base_id: str
+    knowledge_title: str = ""
+    chunk_index: int = 0
+    chunk_type: ChunkType = ChunkType.TEXT
+    match_type: MatchType = MatchType.VECTOR
+    pre_chunk_id: str | None = None
+    next_chunk_id: str | None = None
+    parent_chunk_id: str | None = None
+    vector_score: float | None = None  # similarity before fusion (rerank's image rule reads it)
+    keyword_score: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)

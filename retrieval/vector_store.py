@@ -1,0 +1,144 @@
+"""Vector store behind a small interface; Chroma (a folder, or a server over HTTP) by default.
+
+Replaces the vector side of the seed's retrieve engines. Chroma always receives our own
+embeddings: its default embedding function downloads a model at first use and fails offline,
+so collections are opened with `embedding_function=None` and never embed anything themselves.
+One collection per knowledge base: deleting a KB drops its collection in one call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import chromadb
+from chromadb.config import Settings as ChromaSettings
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    id: str  # equals chunk_id for text chunks; FAQ questions get one row each
+    chunk_id: str
+    knowledge_id: str
+    embedding: list[float]
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    chunk_id: str
+    similarity: float  # cosine similarity clamped to [0,1]
+
+
+@dataclass(frozen=True)
+class VectorQueryResult:
+    hits: list[VectorHit]
+    filled: bool  # the store returned as many rows as asked: a deeper search may find more
+
+class VectorStore(Protocol):
+    async def upsert(self, kb_id: str, rows: list[VectorRow]) -> None: ...
+
+    async def delete_chunks(self, kb_id: str, chunk_ids: list[str]) -> None: ...
+
+    async def delete_kb(self, kb_id: str) -> None: ...
+
+    async def query(
+        self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None
+    ) -> VectorQueryResult: ...
+
+
+def collection_name(kb_id: str) -> str:
+    return f"ragline_kb_{kb_id}"
+
+
+class ChromaVectorStore:
+    """Chroma collections of cosine space with a near-exact HNSW search breadth."""
+
+    def __init__(self, client: Any, ef_search: int = 200) -> None:
+        self.client = client
+        self.ef_search = ef_search
+        self._collections: dict[str, Any] = {}
+
+    @classmethod
+    def persistent(cls, path: Path, ef_search: int = 200) -> ChromaVectorStore:
+        path.mkdir(parents=True, exist_ok=True)
+        settings = ChromaSettings(anonymized_telemetry=False)
+        return cls(chromadb.PersistentClient(path=str(path), settings=settings), ef_search)
+
+    @classmethod
+    def http(cls, url: str, ef_search: int = 200) -> ChromaVectorStore:
+        from urllib.parse import urlparse
+
+        parts = urlparse(url)
+        client = chromadb.HttpClient(
+            host=parts.hostname or "localhost", port=parts.port or 8000, ssl=parts.scheme == "https",
+            settings=ChromaSettings(anonymized_telemetry=False),
+        )
+        return cls(client, ef_search)
+
+    def _collection(self, kb_id: str, create: bool) -> Any | None:
+        if kb_id in self._collections:
+            return self._collections[kb_id]
+        name = collection_name(kb_id)
+        if create:
+            col = self.client.get_or_create_collection(
+                name, embedding_function=None,
+                configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search, "ef_construction": 200}},
+            )
+        else:
+            try:
+                col = self.client.get_collection(name, embedding_function=None)
+            except Exception:  # chroma raises NotFoundError / ValueError depending on the client
+                return None
+        self._collections[kb_id] = col
+        return col
+
+    def upsert_sync(self, kb_id: str, rows: list[VectorRow]) -> None:
+        col = self._collection(kb_id, create=True)
+        for start in range(0, len(rows), 1000):
+            batch = rows[start : start + 1000]
+            col.upsert(
+                ids=[r.id for r in batch], embeddings=[r.embedding for r in batch],
+                metadatas=[{"chunk_id": r.chunk_id, "knowledge_id": r.knowledge_id} for r in batch],
+            )
+
+    def delete_chunks_sync(self, kb_id: str, chunk_ids: list[str]) -> None:
+        col = self._collection(kb_id, create=False)
+        for start in range(0, len(chunk_ids), 500):
+            if col is not None:
+                col.delete(where={"chunk_id": {"$in": chunk_ids[start : start + 500]}})
+
+    def delete_kb_sync(self, kb_id: str) -> None:
+        self._collections.pop(kb_id, None)
+        try:
+            self.client.delete_collection(collection_name(kb_id))
+        except Exception:  # already gone: deleting twice is not an error
+            pass
+
+    def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
+        col = self._collection(kb_id, create=False)
+        count = col.count() if col is not None else 0
+        if count == 0 or top_k <= 0:
+            return VectorQueryResult([], False)
+        where = {"knowledge_id": {"$in": list(knowledge_ids)}} if knowledge_ids else None
+        res = col.query(query_embeddings=[embedding], n_results=min(top_k, count), where=where,
+                        include=["distances", "metadatas"])
+        hits: dict[str, VectorHit] = {}
+        for meta, dist in zip(res["metadatas"][0], res["distances"][0]):
+            chunk_id = str(meta["chunk_id"])
+            if chunk_id not in hits:  # FAQ: several questions of one entry; the closest counts
+                hits[chunk_id] = VectorHit(chunk_id, min(1.0, max(0.0, 1.0 - float(dist))))
+        return VectorQueryResult(list(hits.values()), filled=len(res["ids"][0]) >= top_k)
+
+    async def upsert(self, kb_id: str, rows: list[VectorRow]) -> None:
+        await asyncio.to_thread(self.upsert_sync, kb_id, rows)
+
+    async def delete_chunks(self, kb_id: str, chunk_ids: list[str]) -> None:
+        await asyncio.to_thread(self.delete_chunks_sync, kb_id, chunk_ids)
+
+    async def delete_kb(self, kb_id: str) -> None:
+        await asyncio.to_thread(self.delete_kb_sync, kb_id)
+
+    async def query(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
+        return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids)

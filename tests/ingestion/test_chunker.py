@@ -1,0 +1,110 @@
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragline.ingestion.chunker import chunk_document, chunk_text, embedding_text, split_recursive
+from ragline.retrieval.types import ChunkingConfig
+
+WORD = st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=8)
+SEPARATOR = st.sampled_from([" ", " ", "\n", "\n\n", "。", ". ", ", ", "！", "\n\n\n"])
+
+
+@st.composite
+def documents(draw) -> tuple[str, list[str]]:
+    """Text made of numbered words (so each is unique) joined by separators of every kind."""
+    words = [f"{w}{i}x" for i, w in enumerate(draw(st.lists(WORD, max_size=120)))]
+    seps = draw(st.lists(SEPARATOR, min_size=len(words), max_size=len(words)))
+    return "".join(w + sep for w, sep in zip(words, seps)), words
+
+
+@given(documents(), st.integers(32, 600), st.integers(0, 120))
+@settings(max_examples=100, deadline=None)
+def test_chunks_respect_the_size_keep_order_and_lose_no_word(doc, size, overlap):
+    text, words = doc
+    chunks = chunk_text(text, size, overlap)
+    assert all(len(c.content) <= size for c in chunks)
+    assert all(c.content.strip() and c.content in text for c in chunks)
+    seen = [w for c in chunks for w in re.findall(r"\w+", c.content)]
+    assert set(seen) == set(words)  # words are shorter than any size: none is ever cut
+    first_seen = list(dict.fromkeys(seen))
+    assert first_seen == words  # chunks follow the document order
+
+
+def test_empty_and_whitespace_documents_have_no_chunks():
+    assert chunk_text("", 512, 80) == []
+    assert chunk_text(" \n\n\t \n", 512, 80) == []
+    assert chunk_document("", ChunkingConfig(parent_child=True)).chunks == []
+
+
+def test_a_huge_line_without_separators_is_cut_at_the_size():
+    chunks = chunk_text("x" * 2000, 512, 80)
+    assert [len(c.content) for c in chunks] == [512, 512, 512, 464]
+
+
+def test_chinese_text_splits_at_the_full_stop_not_inside_sentences():
+    sentence = "长城是中国古代的军事防御工程。"  # 15 characters
+    chunks = chunk_text(sentence * 40, 100, 20)
+    assert all(c.content.endswith("。") for c in chunks)
+    assert all(len(c.content) <= 100 for c in chunks)
+    assert chunks[1].content.startswith(sentence)  # the overlap repeats whole sentences
+
+
+def test_separators_are_tried_in_order_paragraph_line_sentence():
+    assert split_recursive("aaaa\n\nbbbb", 6) == ["aaaa\n\n", "bbbb"]
+    assert split_recursive("aaaa\nbbbb", 6) == ["aaaa\n", "bbbb"]
+    assert split_recursive("First one. Second one.", 12) == ["First one. ", "Second one."]
+
+
+def test_markdown_table_is_never_split_inside_and_long_tables_repeat_the_header():
+    rows = "\n".join(f"| {i} | value number {i} |" for i in range(40))
+    text = "# Prices\n\n| id | value |\n|---|---|\n" + rows
+    chunks = chunk_text(text, 200, 40)
+    for chunk in chunks:
+        table_lines = [line for line in chunk.content.split("\n") if line.startswith("|")]
+        assert table_lines[:2] == ["| id | value |", "|---|---|"]
+        assert all(re.fullmatch(r"\| (\d+|id) \| (value number \d+|value) \||\|---\|---\|", line) for line in table_lines)
+    all_rows = [line for c in chunks for line in c.content.split("\n") if "value number" in line]
+    assert len(all_rows) == 40  # no row lost, none repeated by the overlap
+
+
+def test_a_small_table_stays_whole_with_its_heading():
+    text = "Intro paragraph.\n\n## Sizes\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nAfter the table."
+    chunks = chunk_text(text, 40, 0)
+    table = [c for c in chunks if "| a | b |" in c.content]
+    assert len(table) == 1 and "| 1 | 2 |" in table[0].content and table[0].content.startswith("## Sizes")
+
+
+def test_code_blocks_and_latex_are_never_split():
+    code = "```python\n" + "\n".join(f"print({i})" for i in range(60)) + "\n```"
+    latex = "$$\n" + " + ".join(f"x_{i}" for i in range(80)) + "\n$$"
+    text = f"Intro.\n\n{code}\n\nMiddle text.\n\n{latex}\n\nEnd."
+    chunks = chunk_text(text, 100, 20)
+    assert any(c.content == code for c in chunks)
+    assert any(c.content == latex for c in chunks)
+
+
+def test_inline_images_are_not_cut_even_at_spaces():
+    image = "![a very long alt text with many words](https://example.com/a/b/c.png)"
+    text = ("word " * 15) + image + (" word" * 15)
+    chunks = chunk_text(text, 60, 0)
+    assert any(image in c.content for c in chunks)
+
+
+def test_heading_breadcrumbs_travel_with_every_chunk():
+    text = "# Guide\n\nIntro.\n\n## Install\n\n" + "Step text. " * 30 + "\n\n### Linux\n\nUse apt.\n\n## Usage\n\nRun it."
+    chunks = chunk_text(text, 120, 0)
+    assert chunks[0].headings == ["Guide"]
+    assert {tuple(c.headings) for c in chunks} == {("Guide",), ("Guide", "Install"), ("Guide", "Install", "Linux"),
+                                                  ("Guide", "Usage")}
+    linux = next(c for c in chunks if "apt" in c.content)
+    assert embedding_text(linux.content, linux.headings).startswith("Guide > Install > Linux\n\n")
+
+
+def test_parent_child_chunks_point_at_parents_that_contain_them():
+    text = "\n\n".join(f"Paragraph {i}. " + "Some filler words here. " * 10 for i in range(30))
+    plan = chunk_document(text, ChunkingConfig(parent_child=True, parent_chunk_size=1000, child_chunk_size=200))
+    assert len(plan.parents) > 1 and len(plan.chunks) > len(plan.parents)
+    for child in plan.chunks:
+        assert len(child.content) <= 200
+        assert child.content in plan.parents[child.parent_index].content

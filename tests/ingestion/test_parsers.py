@@ -1,0 +1,113 @@
+import io
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragline.ingestion.parsers import decode_text, markdown_table, parse_bytes, parse_file
+from ragline.retrieval.errors import IngestionError
+
+
+def tiny_pdf(text: str) -> bytes:
+    """A one-page PDF with a Helvetica text line, offsets computed so pypdf reads it strictly."""
+    stream = f"BT /F1 24 Tf 72 700 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+def test_pdf_text_is_extracted():
+    assert "Hello PDF world" in parse_bytes(tiny_pdf("Hello PDF world"), "pdf", "a.pdf").text
+
+
+def test_docx_headings_become_markdown_and_tables_stay_tables():
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Installation", level=2)
+    document.add_paragraph("Run the installer.")
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "os", "command"
+    table.cell(1, 0).text, table.cell(1, 1).text = "linux", "apt install"
+    buffer = io.BytesIO()
+    document.save(buffer)
+    text = parse_bytes(buffer.getvalue(), "docx", "guide.docx").text
+    assert text.startswith("## Installation\n\nRun the installer.")
+    assert "| os | command |\n|---|---|\n| linux | apt install |" in text
+
+
+def test_xlsx_sheets_become_tables_under_their_names():
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "Prices"
+    sheet.append(["item", "price"])
+    sheet.append(["tea", 3.5])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    assert parse_bytes(buffer.getvalue(), "xlsx").text == "## Prices\n\n| item | price |\n|---|---|\n| tea | 3.5 |"
+
+
+def test_html_keeps_headings_lists_tables_and_drops_scripts():
+    html = ("<html><head><title>Doc</title><script>var x=1;</script></head><body><h1>Top</h1><p>Hello"
+            " <b>world</b></p><ul><li>one</li></ul><table><tr><th>a</th></tr><tr><td>1</td></tr></table></body></html>")
+    parsed = parse_bytes(html.encode(), "html", "page.html")
+    assert parsed.title == "Doc"
+    assert "var x" not in parsed.text
+    assert "# Top" in parsed.text and "Hello world" in parsed.text and "- one" in parsed.text
+    assert "| a |\n|---|\n| 1 |" in parsed.text
+
+
+def test_csv_becomes_a_markdown_table_with_the_sniffed_delimiter():
+    assert parse_bytes("name;city\nAda;London\n".encode(), "csv").text == "| name | city |\n|---|---|\n| Ada | London |"
+
+
+def test_json_records_become_key_value_paragraphs():
+    data = json.dumps([{"q": "Why?", "a": "Because."}, {"q": "当然", "a": ["x", 1]}], ensure_ascii=False)
+    assert parse_bytes(data.encode(), "json").text == 'q: Why?\na: Because.\n\nq: 当然\na: ["x", 1]'
+
+
+def test_gb18030_text_is_decoded():
+    assert decode_text("中文文档".encode("gb18030")) == "中文文档"
+
+
+def test_unsupported_types_and_broken_files_raise_ingestion_errors(tmp_path):
+    with pytest.raises(IngestionError, match="unsupported file type"):
+        parse_bytes(b"x", "exe")
+    with pytest.raises(IngestionError, match="cannot parse"):
+        parse_bytes(b"not a zip", "docx", "broken.docx")
+    with pytest.raises(IngestionError, match="not a readable file"):
+        parse_file(tmp_path / "missing.txt")
+
+
+@given(st.lists(st.lists(st.text(max_size=12), min_size=1, max_size=4), min_size=1, max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_markdown_tables_have_one_line_per_nonempty_row_and_equal_columns(rows):
+    table = markdown_table(rows)
+    kept = [r for r in rows if any(c.replace("\n", " ").strip() for c in r)]
+    if not kept:
+        assert table == ""
+        return
+    lines = table.split("\n")
+    assert len(lines) == len(kept) + 1
+    pipes = {line.replace("\\|", "").count("|") for line in lines}
+    assert len(pipes) == 1

@@ -1,0 +1,130 @@
+import pytest
+
+from ragline.ingestion.service import TextDocument
+from ragline.retrieval.errors import IngestionError
+from ragline.retrieval.tokenizer import tokenize
+from ragline.retrieval.types import ChunkingConfig, ChunkType, SearchParams
+
+
+def vector_count(stack, kb):
+    col = stack.stores["default"].vector._collection(kb.id, create=False)
+    return col.count() if col is not None else 0
+
+
+def keyword_ids(stack, kb, query):
+    return [h.chunk_id for h in stack.stores["default"].keyword.search_sync(kb.id, tokenize(query), 10)]
+
+
+async def test_reingesting_a_document_replaces_its_chunks_vectors_and_keyword_rows(stack, ingestion):
+    kb = stack.knowledge_bases.create("docs")
+    first = await ingestion.ingest_text(kb.id, "Old manual says the pump runs on diesel.", "manual", "src:manual")
+    old_ids = stack.catalog.chunk_ids_of([first.id])
+    again = await ingestion.ingest_text(kb.id, "New manual says the pump runs on solar power.", "manual", "src:manual")
+    assert again.id == first.id
+    new_ids = stack.catalog.chunk_ids_of([first.id])
+    assert set(new_ids).isdisjoint(old_ids)
+    assert vector_count(stack, kb) == len(new_ids)
+    assert keyword_ids(stack, kb, "diesel") == [] and keyword_ids(stack, kb, "solar") == new_ids
+
+
+async def test_an_unchanged_document_is_not_rewritten(stack, ingestion):
+    kb = stack.knowledge_bases.create("docs")
+    first = await ingestion.ingest_text(kb.id, "Same text twice.", "same", "src:same")
+    ids = stack.catalog.chunk_ids_of([first.id])
+    revision = stack.catalog.kb_revision(kb.id)
+    await ingestion.ingest_text(kb.id, "Same text twice.", "same", "src:same")
+    assert stack.catalog.chunk_ids_of([first.id]) == ids and stack.catalog.kb_revision(kb.id) == revision
+
+
+async def test_deleting_a_document_removes_its_vectors_and_keyword_rows(stack, ingestion):
+    kb = stack.knowledge_bases.create("docs")
+    keep = await ingestion.ingest_text(kb.id, "Tea grows in Assam.", "tea", "src:tea")
+    gone = await ingestion.ingest_text(kb.id, "Coffee grows in Brazil.", "coffee", "src:coffee")
+    await ingestion.delete_knowledge(kb.id, gone.id)
+    assert vector_count(stack, kb) == 1
+    assert keyword_ids(stack, kb, "coffee") == [] and keyword_ids(stack, kb, "tea") == stack.catalog.chunk_ids_of([keep.id])
+    assert stack.catalog.get_knowledge(gone.id) is None
+
+
+async def test_deleting_a_kb_removes_its_collection_documents_and_chunks(stack, ingestion):
+    kb = stack.knowledge_bases.create("docs")
+    doc = await ingestion.ingest_text(kb.id, "Tea grows in Assam.", "tea", "src:tea")
+    await stack.knowledge_bases.delete(kb.id)
+    assert stack.stores["default"].vector._collection(kb.id, create=False) is None
+    assert stack.catalog.get_knowledge(doc.id) is None and stack.catalog.chunk_ids_of([doc.id]) == []
+    assert stack.knowledge_bases.list() == []
+
+
+async def test_failed_embedding_stores_nothing(stack, ingestion, monkeypatch):
+    kb = stack.knowledge_bases.create("docs")
+
+    async def broken(texts, progress=None):
+        raise RuntimeError("model crashed")
+
+    monkeypatch.setattr(stack.embedders.default, "embed_passages", broken)
+    with pytest.raises(IngestionError, match="nothing was stored"):
+        await ingestion.ingest_text(kb.id, "Anything.", "x", "src:x")
+    assert stack.catalog.list_knowledge(kb.id) == [] and vector_count(stack, kb) == 0
+
+
+async def test_a_catalog_failure_midway_leaves_the_previous_version_whole(stack, ingestion, monkeypatch):
+    kb = stack.knowledge_bases.create("docs")
+    doc = await ingestion.ingest_text(kb.id, "Version one of the pump manual.", "manual", "src:manual")
+    before = stack.catalog.chunk_ids_of([doc.id])
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(stack.catalog, "replace_documents", crash)
+    with pytest.raises(IngestionError, match="nothing was kept"):
+        await ingestion.ingest_text(kb.id, "Version two of the pump manual, longer.", "manual", "src:manual")
+    assert stack.catalog.chunk_ids_of([doc.id]) == before
+    assert vector_count(stack, kb) == len(before)  # the new vectors were removed again
+    results = await stack.searcher.search(SearchParams(query="pump manual", knowledge_base_ids=[kb.id]))
+    assert [r.content for r in results] == ["Version one of the pump manual."]
+
+
+async def test_a_vector_store_failure_keeps_no_document(stack, ingestion, monkeypatch):
+    kb = stack.knowledge_bases.create("docs")
+
+    async def down(kb_id, rows):
+        raise ConnectionError("chroma is down")
+
+    monkeypatch.setattr(stack.stores["default"].vector, "upsert", down)
+    with pytest.raises(IngestionError):
+        await ingestion.ingest_documents(kb.id, [TextDocument("Text.", "t", "src:t")])
+    assert stack.catalog.list_knowledge(kb.id) == []
+
+
+async def test_parent_child_ingestion_indexes_children_and_keeps_parents_for_context(stack, ingestion, tmp_path):
+    kb = stack.knowledge_bases.create("pc", chunking=ChunkingConfig(parent_child=True, parent_chunk_size=200,
+                                                                     child_chunk_size=80, chunk_overlap=0))
+    path = tmp_path / "guide.md"
+    path.write_text("# Guide\n\n" + " ".join(f"Step {i} tightens bolt {i}." for i in range(20)), encoding="utf-8")
+    doc = await ingestion.ingest_file(kb.id, path)
+    chunks = stack.catalog.chunks_of(doc.id)
+    parents = {c.id: c for c in chunks if c.chunk_type == ChunkType.PARENT}
+    children = [c for c in chunks if c.chunk_type == ChunkType.TEXT]
+    assert parents and children and vector_count(stack, kb) == len(children) == doc.chunk_count
+    assert all(c.content in parents[c.parent_id].content for c in children)
+    results = await stack.searcher.search(SearchParams(query="bolt 7", knowledge_base_ids=[kb.id]))
+    assert results[0].parent_chunk_id in parents and results[0].metadata["headings"] == ["Guide"]
+
+
+async def test_reparse_rechunks_from_the_stored_text_with_the_current_settings(stack, ingestion):
+    kb = stack.knowledge_bases.create("docs", chunking=ChunkingConfig(chunk_size=2000, chunk_overlap=0))
+    doc = await ingestion.ingest_text(kb.id, "First part about rivers. Second part about lakes.", "water", "src:w")
+    assert doc.chunk_count == 1
+    kb.chunking = ChunkingConfig(chunk_size=30, chunk_overlap=0)
+    stack.catalog.update_kb(kb)
+    again = await ingestion.reparse(kb.id, doc.id)
+    assert again.chunk_count == 2 and vector_count(stack, kb) == 2
+
+
+async def test_bad_input_gives_clear_errors(stack, ingestion, tmp_path):
+    kb = stack.knowledge_bases.create("docs")
+    with pytest.raises(IngestionError, match="unsupported file type"):
+        (tmp_path / "x.exe").write_bytes(b"MZ")
+        await ingestion.ingest_file(kb.id, tmp_path / "x.exe")
+    with pytest.raises(IngestionError, match="not in knowledge base"):
+        await ingestion.delete_knowledge(kb.id, "nope")
