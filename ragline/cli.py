@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 import uuid
 from collections.abc import Sequence
@@ -25,26 +26,71 @@ class CLIError(Exception):
     """A problem the user can fix; printed as one line."""
 
 
-def _request_fields(args: argparse.Namespace, query: str) -> dict:
+def _request_fields(args: argparse.Namespace, query: str, kb_ids: list[str]) -> dict:
     fields: dict = {"query": query}
     if args.model:
         fields["chat_model"] = args.model
     if args.max_tokens:
         fields["summary"] = {"max_tokens": args.max_tokens}
-    if getattr(args, "kb", None):
-        fields["knowledge_base_ids"] = tuple(args.kb)
-    if args.pipeline == "ragline" and not getattr(args, "kb", None):
-        fields["rewrite_enabled"] = False  # pure chat needs no rewrite call
+    if kb_ids:
+        fields["knowledge_base_ids"] = tuple(kb_ids)
     return fields
 
 
+def _progress(label: str):
+    def report(done: int, total: int) -> None:
+        if total:
+            end = "\n" if done >= total else ""
+            print(f"\r{label}: {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+    return report
+
+
+async def resolve_knowledge_bases(args: argparse.Namespace) -> list[str]:
+    """Ids of the --kb names (or ids), plus the bundled sample base with --sample (indexed on first use)."""
+    names = list(getattr(args, "kb", None) or [])
+    if not names and not getattr(args, "sample", False):
+        return []
+    from ragline.retrieval.errors import RetrievalError
+    from ragline.services import default_services
+
+    stack = default_services().retrieval
+    try:
+        ids = [stack.knowledge_bases.resolve(name).id for name in names]
+    except RetrievalError as exc:
+        raise CLIError(str(exc)) from None
+    if getattr(args, "sample", False):
+        from ragline.ingestion.sample import ensure_sample_kb
+
+        ids.append((await ensure_sample_kb(stack, progress=_progress("indexing the sample knowledge base"))).id)
+    return ids
+
+
+_KB_TAG = re.compile(r"<(kb|web)\b([^>]*)/>")
+_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
+
+
 class TerminalPrinter:
-    """Renders events: thinking dimmed, answer plain, errors on stderr."""
+    """Renders events: thinking dimmed, answer plain, citations as [n] with their sources listed
+    after the answer, errors on stderr."""
 
     def __init__(self, out: TextIO, err: TextIO, color: bool) -> None:
         self.out, self.err, self.color = out, err, color
         self._in_thinking = False
         self.failed = False
+        self.cited: dict[str, str] = {}  # chunk id or url -> label shown under the answer
+
+    def _footnote(self, match: re.Match[str]) -> str:
+        attributes = dict(_ATTRIBUTE.findall(match.group(2)))
+        key = attributes.get("chunk_id") or attributes.get("url") or match.group(0)
+        if key not in self.cited:
+            self.cited[key] = attributes.get("title") or attributes.get("url") or key
+        return f"[{list(self.cited).index(key) + 1}]"
+
+    def _sources(self) -> str:
+        if not self.cited:
+            return ""
+        return "\n" + "\n".join(f"[{n}] {label}" for n, label in enumerate(self.cited.values(), start=1))
 
     def __call__(self, event: StreamResponse) -> None:
         kind = event.response_type
@@ -55,7 +101,7 @@ class TerminalPrinter:
             self.out.write(event.content)
         elif kind == ResponseType.ANSWER:
             self._end_thinking()
-            self.out.write(event.content)
+            self.out.write(_KB_TAG.sub(self._footnote, event.content))
             if event.done and (event.data or {}).get("truncated"):
                 self.err.write("\n[answer truncated by the output limit]")
         elif kind == ResponseType.ERROR:
@@ -64,7 +110,7 @@ class TerminalPrinter:
             self.err.write(f"\nerror: {event.content}\n")
         elif kind == ResponseType.COMPLETE:
             self._end_thinking()
-            self.out.write("\n")
+            self.out.write(self._sources() + "\n")
         self.out.flush()
 
     def _end_thinking(self) -> None:
@@ -73,14 +119,14 @@ class TerminalPrinter:
             self._in_thinking = False
 
 
-async def _ask(args: argparse.Namespace, query: str, session_id: str, saver: object) -> bool:
+async def _ask(args: argparse.Namespace, query: str, session_id: str, saver: object, kb_ids: list[str]) -> bool:
     from ragline.graph.context import RunContext
     from ragline.graph.graphs import build_graph
     from ragline.graph.request import PipelineRequest
     from ragline.graph.run import stream_turn
 
     try:
-        request = PipelineRequest(**_request_fields(args, query))
+        request = PipelineRequest(**_request_fields(args, query, kb_ids))
     except ValidationError as exc:
         raise CLIError(exc.errors()[0]["msg"]) from None
     graph = build_graph(args.pipeline, checkpointer=saver)
@@ -93,7 +139,8 @@ async def _ask(args: argparse.Namespace, query: str, session_id: str, saver: obj
 async def _run_ask(args: argparse.Namespace) -> int:
     from ragline.checkpoints.savers import memory_saver
 
-    ok = await _ask(args, " ".join(args.question), str(uuid.uuid4()), memory_saver())
+    kb_ids = await resolve_knowledge_bases(args)
+    ok = await _ask(args, " ".join(args.question), str(uuid.uuid4()), memory_saver(), kb_ids)
     return 0 if ok else 1
 
 
@@ -102,6 +149,7 @@ async def _run_chat(args: argparse.Namespace) -> int:
     from ragline.settings import get_settings
 
     session_id = args.session or str(uuid.uuid4())
+    kb_ids = await resolve_knowledge_bases(args)
     async with sqlite_saver(get_settings().data_dir / "sessions.sqlite") as saver:
         print(f"session {session_id} (continue later with --session {session_id}); empty line or Ctrl-D quits")
         while True:
@@ -111,7 +159,7 @@ async def _run_chat(args: argparse.Namespace) -> int:
                 break
             if not line.strip():
                 break
-            await _ask(args, line, session_id, saver)
+            await _ask(args, line, session_id, saver, kb_ids)
     return 0
 
 
@@ -119,6 +167,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="litellm chat model (default: the local model, or RAGLINE_CHAT_MODEL)")
     parser.add_argument("--max-tokens", type=int, help="upper bound on answer tokens")
     parser.add_argument("--pipeline", default="ragline", help="graph to run: ragline (default), chat, chat_stream, rag_stream ...")
+    parser.add_argument("--kb", action="append", metavar="NAME", help="answer from this knowledge base (repeatable)")
+    parser.add_argument("--sample", action="store_true", help="answer from the bundled sample knowledge base")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,3 +44,24 @@ def test_chat_keeps_the_conversation_between_turns(scripted_model):
     assert result.returncode == 0, result.stderr
     last = [m["content"] for m in scripted_model.requests[-1]["messages"]]
     assert last[1:] == ["My name is Ada.", "ok", "What is my name?"]
+
+
+def test_an_unknown_knowledge_base_name_is_a_one_line_error():
+    result = _ragline("ask", "--kb", "no-such-kb", "q")
+    assert result.returncode == 2
+    assert "no-such-kb" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_citations_print_as_footnotes_with_their_sources():
+    import io
+
+    from ragline.cli import TerminalPrinter
+    from ragline.graph import events
+    from ragline.graph.state import TurnIds
+
+    out = io.StringIO()
+    printer = TerminalPrinter(out, io.StringIO(), color=False)
+    turn = TurnIds("s", "r", "u", "a")
+    printer(events.answer(turn, 'Pairing takes three minutes <kb chunk_id="c9" title="setup"/>.'))
+    printer(events.complete(turn))
+    assert out.getvalue() == "Pairing takes three minutes [1].\n[1] setup\n"

@@ -48,3 +48,12 @@ async def test_local_model_follows_the_rewrite_json_instruction():
     }
     update = await query_understand(state, None)
     assert "Paris" in update["rewrite_query"]
+
+
+def test_ragline_ask_answers_from_the_sample_knowledge_base_with_the_local_model():
+    result = subprocess.run(
+        [sys.executable, "-m", "ragline", "ask", "--sample", "How long does pairing the sensor take?"],
+        capture_output=True, text=True, env=_local_env(), timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "three minutes" in result.stdout.lower() or "3 minutes" in result.stdout.lower()

@@ -1,0 +1,18 @@
+from ragline.graph.request import PipelineRequest
+from ragline.nodes.filter_top_k import filter_results, filter_top_k
+from tests.nodes.results import hit
+
+
+def test_ties_are_broken_by_document_chunk_type_chunk_index_and_id():
+    results = [hit("b", score=0.5, knowledge_id="d2"), hit("z", score=0.5, knowledge_id="d1", chunk_index=2), hit("a", score=0.5, knowledge_id="d1", chunk_index=2), hit("top", score=0.9, knowledge_id="d9")]
+    assert [r.id for r in filter_results(results, 10)] == ["top", "a", "z", "b"]
+
+
+def test_results_are_cut_to_rerank_top_k_and_kept_by_entries_are_appended():
+    results = [hit(f"r{i}", score=1 - i / 10) for i in range(5)] + [hit("img", score=0.01, metadata={"kept_by": "image_vector"})]
+    assert [r.id for r in filter_results(results, 2)] == ["r0", "r1", "img"]
+
+
+async def test_node_falls_back_to_rerank_then_search_results():
+    state = {"request": PipelineRequest(query="q", rerank_top_k=1), "merge_results": [], "rerank_results": [], "search_results": [hit("s", score=0.3), hit("t", score=0.4)]}
+    assert [r.id for r in (await filter_top_k(state, None))["merge_results"]] == ["t"]

@@ -1,0 +1,110 @@
+"""The rag_stream graph end to end over a small real knowledge base (XQuAD paragraphs).
+
+Real Chroma, bm25s and local embeddings; a scripted model answers and cites c1 with the tag split
+across streamed chunks. Checked: references arrive before the answer, they hold the gold
+paragraph, and the expanded kb tag points at the chunk the references list first.
+"""
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ragline.checkpoints.savers import memory_saver
+from ragline.graph.context import RunContext
+from ragline.graph.events import ResponseType
+from ragline.graph.graphs import build_graph
+from ragline.graph.request import PipelineRequest
+from ragline.graph.run import stream_turn
+from ragline.ingestion.service import IngestionService, TextDocument
+from ragline.models.embeddings import Embedder, EmbeddingCache
+from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.stack import RetrievalStack
+from ragline.services import Services
+from tests.scripted_model import Reply
+
+XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "eval" / "xquad_en"
+if not XQUAD.exists():
+    XQUAD = Path("/work/shared/data/eval/xquad_en")
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def xquad_sample():
+    corpus = _read_jsonl(XQUAD / "corpus.jsonl")[::12]  # 20 paragraphs from different articles
+    wanted = {doc["_id"] for doc in corpus}
+    gold: dict[str, str] = {}
+    for line in (XQUAD / "qrels.tsv").read_text().splitlines()[1:]:
+        query_id, corpus_id, _ = line.split("\t")
+        if corpus_id in wanted and corpus_id not in gold.values():
+            gold[query_id] = corpus_id
+    queries = {q["_id"]: q["text"] for q in _read_jsonl(XQUAD / "queries.jsonl") if q["_id"] in gold}
+    cases = [(queries[q], gold[q]) for q in list(gold)[:5]]
+    return corpus, cases
+
+
+@pytest.fixture(scope="module")
+def knowledge(xquad_sample, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("e2e-kb")
+    embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(folder / "cache.sqlite"))
+    stack = RetrievalStack.build(folder, embedder, RetrievalSettings(data_dir=folder, redis_url=None, chroma_url=None))
+    kb = stack.knowledge_bases.create("xquad")
+    corpus, _ = xquad_sample
+    docs = [TextDocument(text=d["text"], title=d["title"].replace("_", " "), source=d["_id"]) for d in corpus]
+    asyncio.run(IngestionService(stack).ingest_documents(kb.id, docs))
+    return stack, kb
+
+
+def _is_rewrite(body):
+    return "rewrite_query" in body["messages"][0]["content"]
+
+
+async def test_rag_stream_answers_with_references_and_a_kb_tag_on_the_right_chunk(scripted_model, knowledge, xquad_sample):
+    stack, kb = knowledge
+    services = Services(retrieval_factory=lambda: stack)
+    graph = build_graph("rag_stream", checkpointer=memory_saver())
+    _, cases = xquad_sample
+    gold_first = 0
+    for question, gold_doc in cases:
+        scripted_model.rules.clear()
+        scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": question, "intent": "kb_search"})))
+        scripted_model.on(lambda b: True, Reply(chunks=["According to the text", ' <ref i', 'd="c1"', '/>', " that is it."]))
+        events = [e async for e in stream_turn(graph, PipelineRequest(query=question, knowledge_base_ids=[kb.id]), RunContext(services=services))]
+        kinds = [e.response_type for e in events]
+        assert kinds.index(ResponseType.REFERENCES) < kinds.index(ResponseType.ANSWER)
+        references = next(e for e in events if e.response_type == ResponseType.REFERENCES).knowledge_references
+        sources = [stack.catalog.get_knowledge(r["knowledge_id"]).source for r in references]
+        assert gold_doc in sources, f"{question!r}: gold paragraph {gold_doc} not among {sources}"
+        gold_first += sources[0] == gold_doc
+        answer = "".join(e.content for e in events if e.response_type == ResponseType.ANSWER)
+        tag = re.search(r'<kb [^>]*chunk_id="([^"]+)"[^>]*/>', answer)
+        assert tag and tag.group(1) == references[0]["chunk_id"]
+        assert answer.startswith("According to the text <kb ") and answer.endswith(" that is it.")
+        assert "<ref" not in answer
+        # the model saw aliases, never internal ids
+        prompt = json.dumps(scripted_model.requests[-1]["messages"])
+        assert references[0]["chunk_id"] not in prompt and 'id=\\"c1\\"' in prompt
+    assert gold_first >= 4
+
+
+async def test_a_question_nothing_matches_gets_the_fallback_answer(scripted_model, knowledge):
+    stack, kb = knowledge
+    scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": "zzqx", "intent": "kb_search"})))
+    request = PipelineRequest(query="zzqx", knowledge_base_ids=[kb.id], vector_threshold=0.99, keyword_threshold=0.99, fallback_response="Not in the knowledge base.")
+    events = [e async for e in stream_turn(build_graph("rag_stream", checkpointer=memory_saver()), request, RunContext(services=Services(retrieval_factory=lambda: stack)))]
+    assert [e.content for e in events if e.response_type == ResponseType.ANSWER] == ["Not in the knowledge base."]
+    closing = [e for e in events if e.response_type == ResponseType.TOOL_RESULT and e.data["tool_name"] == "knowledge_search"]
+    assert len(closing) == 1
+
+
+async def test_an_unknown_knowledge_base_is_a_clear_error(scripted_model, knowledge):
+    stack, _ = knowledge
+    scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": "q", "intent": "kb_search"})))
+    events = [e async for e in stream_turn(build_graph("rag_stream", checkpointer=memory_saver()), PipelineRequest(query="q", knowledge_base_ids=["nope"]), RunContext(services=Services(retrieval_factory=lambda: stack)))]
+    errors = [e for e in events if e.response_type == ResponseType.ERROR]
+    assert len(errors) == 1 and "nope" in errors[0].content and errors[0].data["code"] == "invalid_input"
