@@ -220,3 +220,28 @@ async def test_both_branches_empty_is_search_nothing(scripted_model):
     graph = compile_pipeline(dynamic_pipeline(), stages={**_core_stages(), S.CHUNK_SEARCH_PARALLEL: _parallel_search_stage(empty=True)}, checkpointer=memory_saver())
     events = await _run(graph, PipelineRequest(query="q", knowledge_base_ids=["kb"], fallback_response="none"))
     assert [e.content for e in events if e.response_type == ResponseType.ANSWER] == ["none"]
+
+
+async def test_each_turn_starts_from_clean_per_turn_keys_while_messages_persist(scripted_model):
+    scripted_model.on(_is_rewrite, _json_reply("greeting"), times=1)
+    scripted_model.on(lambda b: True, Reply.text("fine"))
+    graph = _graph({})
+    config = {"configurable": {"thread_id": "clean"}}
+    first = await graph.ainvoke({"request": PipelineRequest(query="hello", knowledge_base_ids=["kb"])}, config, context=RunContext())
+    assert first["intent"] == "greeting"
+    second = await graph.ainvoke({"request": PipelineRequest(query="q", knowledge_base_ids=["kb"], rewrite_enabled=False)}, config, context=RunContext())
+    state = (await graph.aget_state(config)).values
+    assert second["intent"] == "" and state["system_prompt_override"] is None
+    assert [m.type for m in state["messages"]] == ["human", "ai", "human", "ai"]
+
+
+async def test_runtime_handles_never_reach_the_checkpoint(scripted_model):
+    graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
+    sink_marker = []
+    config = {"configurable": {"thread_id": "handles"}}
+    await graph.ainvoke({"request": {"query": "hi"}}, config, context=RunContext(event_sink=sink_marker.append, cancel_event=threading.Event()))
+    saved = graph.checkpointer.get_tuple(config).checkpoint
+    values = saved["channel_values"].values()
+    assert not any(callable(v) or isinstance(v, (threading.Event, RunContext)) for v in values)
+    assert "event_sink" not in repr(saved)
+    assert sink_marker  # the sink did receive events
