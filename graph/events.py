@@ -130,3 +130,8 @@ def emit(context: RunContext | None, event: StreamResponse) -> None:
         writer(event.model_dump(mode="json", exclude_none=True))  # plain JSON: Studio and SSE serialise it as is
     if context is not None and context.event_sink is not None:
         context.event_sink(event)
+
+
+def memory_recalled(turn: TurnIds, items: list[dict[str, Any]]) -> StreamResponse:
+    """The long-term memories injected this turn (memory_recall), so the client can show them."""
+    return _base(turn, ResponseType.MEMORY_RECALLED, data={"memories": items})

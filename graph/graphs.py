@@ -13,12 +13,13 @@ from langgraph.graph.state import CompiledStateGraph
 from ragline.graph.builder import PRESETS, compile_pipeline, dynamic_pipeline
 
 
-def build_graph(preset: str = "ragline", *, checkpointer: Any = None) -> CompiledStateGraph:
+def build_graph(preset: str = "ragline", *, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
+    """A compiled pipeline; `store` (a LangGraph BaseStore) turns long-term memory recall on."""
     if preset == "ragline":
-        return compile_pipeline(dynamic_pipeline(), checkpointer=checkpointer)
+        return compile_pipeline(dynamic_pipeline(), checkpointer=checkpointer, store=store)
     if preset not in PRESETS:
         raise ValueError(f"unknown pipeline {preset!r}; choose ragline or one of {', '.join(PRESETS)}")
-    return compile_pipeline(PRESETS[preset](), checkpointer=checkpointer, name=preset)
+    return compile_pipeline(PRESETS[preset](), checkpointer=checkpointer, store=store, name=preset)
 
 
 ragline = build_graph("ragline")

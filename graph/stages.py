@@ -1,7 +1,8 @@
 """Which node implements each stage of the seed, and how the graph treats it.
 
-Only stages that exist are listed; the builder wires nothing else. Retrieval issues add their
-nodes here as they land (chunk_search_parallel, rerank, merge, ...).
+Only stages that exist are listed; the builder wires nothing else. A stage is its seed plugin
+chain as nodes, in the seed's chain order (query_understand -> extract_entity; rerank ->
+memory_affinity -> wiki_boost), with parallel branches where the seed clones ChatManage.
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ from ragline.nodes.chat_completion_stream import chat_completion_stream
 from ragline.nodes.chunk_merge import chunk_merge
 from ragline.nodes.chunk_search import chunk_search
 from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel
+from ragline.nodes.data_analysis import data_analysis
+from ragline.nodes.entity_search import entity_search
+from ragline.nodes.extract_entity import extract_entity
 from ragline.nodes.filter_top_k import filter_top_k
 from ragline.nodes.into_chat_message import into_chat_message
 from ragline.nodes.load_history import load_history
 from ragline.nodes.memory_affinity import memory_affinity
+from ragline.nodes.memory_recall import memory_recall
 from ragline.nodes.query_understand import query_understand
 from ragline.nodes.rerank import rerank
+from ragline.nodes.web_fetch import web_fetch
 from ragline.nodes.wiki_boost import wiki_boost
 
 NodeFn = Callable[..., Awaitable[dict[str, Any]]]
@@ -87,21 +93,25 @@ _SEARCH = ProgressWindow.KNOWLEDGE_SEARCH
 
 STAGE_NODES: dict[Stage, StageSpec] = {
     Stage.LOAD_HISTORY: StageSpec.of(load_history),
+    Stage.MEMORY_RECALL: StageSpec.of(memory_recall),
+    # the seed's chain on query_understand: rewrite + intent, then query entities for the graph
     Stage.QUERY_UNDERSTAND: StageSpec.of(
-        query_understand, window=ProgressWindow.QUERY_UNDERSTAND, result_keys=("rewrite_query", "intent")
+        query_understand, extract_entity, window=ProgressWindow.QUERY_UNDERSTAND, result_keys=("rewrite_query", "intent")
     ),
     Stage.CHUNK_SEARCH: StageSpec.of(chunk_search_parallel, chunk_search, check_search_nothing, needs_retrieval=True, window=_SEARCH),
     Stage.CHUNK_SEARCH_PARALLEL: StageSpec.of(
         chunk_search_parallel,
-        Parallel((Node(chunk_search),)),
+        Parallel((Node(chunk_search), Node(entity_search))),
         check_search_nothing,
         needs_retrieval=True,
         window=_SEARCH,
     ),
     # the seed's chain order on chunk_rerank: rerank, then memory affinity, then the wiki boost
     Stage.CHUNK_RERANK: StageSpec.of(rerank, memory_affinity, wiki_boost, needs_retrieval=True, window=_SEARCH),
+    Stage.WEB_FETCH: StageSpec.of(web_fetch, needs_retrieval=True, window=_SEARCH),
     Stage.CHUNK_MERGE: StageSpec.of(chunk_merge, needs_retrieval=True, window=_SEARCH),
     Stage.FILTER_TOP_K: StageSpec.of(filter_top_k, needs_retrieval=True, window=_SEARCH),
+    Stage.DATA_ANALYSIS: StageSpec.of(data_analysis, needs_retrieval=True, window=_SEARCH),
     Stage.INTO_CHAT_MESSAGE: StageSpec.of(into_chat_message),
     Stage.CHAT_COMPLETION: StageSpec.of(chat_completion),
     Stage.CHAT_COMPLETION_STREAM: StageSpec.of(chat_completion_stream),

@@ -58,7 +58,9 @@ def system_prompt(state: PipelineState) -> str:
     """SystemPromptOverride (intent prompt) first, then the request's prompt, then system_prompt.yaml."""
     request = state["request"]
     template = state.get("system_prompt_override") or request.summary.prompt or prompts.get("system_prompt").text()
-    return prompts.render(template, **placeholder_values(state))
+    rendered = prompts.render(template, **placeholder_values(state))
+    memory = state.get("memory_prompt")
+    return f"{rendered}\n\n{memory}" if memory else rendered
 
 
 def history_messages(history: list[HistoryTurn]) -> list[Message]:

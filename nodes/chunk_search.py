@@ -14,6 +14,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragline import defaults
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import PipelineRequest, SearchTarget
@@ -24,9 +25,11 @@ from ragline.retrieval.errors import (
     KnowledgeBaseNotFoundError,
     RetrievalError,
 )
+from ragline.retrieval.expansion import expand_search  # query expansion (issue 3)
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import SearchParams, SearchResult
 from ragline.services import services_of
+from ragline.web.search import WebSearchError, search_web
 
 _REQUEST_ERRORS = (KnowledgeBaseNotFoundError, KnowledgeBaseAccessError, EmbeddingModelMismatchError)
 
@@ -60,18 +63,34 @@ async def search_targets(stack: RetrievalStack, request: PipelineRequest, query:
     groups: dict[str, list[SearchTarget]] = defaultdict(list)
     for target in targets:
         groups[kb_by_id[target.knowledge_base_id].embedding_key].append(target)
-    calls = []
+    searches: list[SearchParams] = []
     for group in groups.values():
         embedding = await stack.embedders.for_kb(kb_by_id[group[0].knowledge_base_id]).embed_query(query)
         whole = [t.knowledge_base_id for t in group if not t.is_scoped]
         if whole:
-            calls.append(stack.searcher.search(_params(request, query, tenant, whole, embedding)))
+            searches.append(_params(request, query, tenant, whole, embedding))
         for target in (t for t in group if t.is_scoped):
             knowledge_ids = _scoped_knowledge_ids(stack, target)
             if knowledge_ids:
-                calls.append(stack.searcher.search(_params(request, query, tenant, [target.knowledge_base_id], embedding, knowledge_ids=knowledge_ids, disable_recall_thresholds=True)))
-    batches = await asyncio.gather(*calls)
-    return merge_search_results([], [result for batch in batches for result in batch])
+                searches.append(_params(request, query, tenant, [target.knowledge_base_id], embedding, knowledge_ids=knowledge_ids, disable_recall_thresholds=True))
+    batches = await asyncio.gather(*(stack.searcher.search(p) for p in searches))
+    results = merge_search_results([], [result for batch in batches for result in batch])
+    # --- query expansion (seed: query_expansion.go), added for issue 3 by the retrieval work ---
+    if request.query_expansion_enabled and len(results) < request.embedding_top_k:
+        expanded = await expand_search(stack.searcher, searches, request.embedding_top_k, request.rerank_top_k)
+        results = merge_search_results(results, expanded)  # primary hits keep their place
+    # --- end of query expansion ---
+    return results
+
+
+async def web_results(request: PipelineRequest, query: str) -> list[SearchResult]:
+    """searchWebIfEnabled: a failing web search costs its results, never the answer."""
+    if not request.web_search_enabled:
+        return []
+    try:
+        return await asyncio.wait_for(search_web(query), defaults.WEB_SEARCH_TIMEOUT_S)
+    except (WebSearchError, TimeoutError):
+        return []
 
 
 async def chunk_search(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -79,13 +98,15 @@ async def chunk_search(state: PipelineState, runtime: Runtime[RunContext]) -> di
     request, context = state["request"], context_of(runtime)
     targets = state.get("search_targets", [])
     query = state.get("rewrite_query") or request.query
+    web = asyncio.ensure_future(web_results(request, query))
     results: list[SearchResult] = []
     if targets:
         try:
             results = await search_targets(services_of(runtime).retrieval, request, query, context.tenant_id, targets)
         except RetrievalError as exc:
+            web.cancel()
             # a missing or forbidden knowledge base means a wrong request; anything else, a failing store
             kind = ErrorKind.INVALID_INPUT if isinstance(exc, _REQUEST_ERRORS) else ErrorKind.RETRIEVAL
             events.emit(context, events.error(state["turn"], str(exc), code=kind.value))
             return {"error": PipelineError(kind, str(exc))}
-    return {"search_results": results}
+    return {"search_results": merge_search_results(results, await web)}

@@ -129,7 +129,9 @@ async def _ask(args: argparse.Namespace, query: str, session_id: str, saver: obj
         request = PipelineRequest(**_request_fields(args, query, kb_ids))
     except ValidationError as exc:
         raise CLIError(exc.errors()[0]["msg"]) from None
-    graph = build_graph(args.pipeline, checkpointer=saver)
+    from ragline.memory.store import memory_store_from_settings
+
+    graph = build_graph(args.pipeline, checkpointer=saver, store=memory_store_from_settings())
     printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty())
     async for event in stream_turn(graph, request, RunContext(session_id=session_id)):
         printer(event)
@@ -182,9 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--session", help="continue this session id")
     _add_model_options(chat)
     chat.set_defaults(func=lambda a: asyncio.run(_run_chat(a)))
-    from ragline.commands import kb
+    from ragline.commands import kb, memory
 
     kb.register(sub)
+    memory.register(sub)
     from ragline.commands import serve
 
     serve.register(sub)

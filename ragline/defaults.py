@@ -85,7 +85,10 @@ WEB_RESULT_MIN_RANK_SCORE = 0.5  # providers give no score: rank maps linearly o
 ENTITY_SEARCH_MAX_RESULTS = 30  # chunks an entity search contributes at most
 ENTITY_EXTRACT_MAX_TOKENS = 256  # a query's entity list is short
 GRAPH_EXTRACT_MAX_TOKENS = 1024  # entities + relationships of one chunk
-ENTITY_NODE_MATCH_LIMIT = 20  # graph nodes matched per entity and namespace
+ENTITY_NODE_MATCH_LIMIT = 20  # graph nodes matched per namespace: enough for a few entities, bounded for common names
+ENTITY_RELATION_MATCH_LIMIT = 50  # relations around the matched nodes of one namespace
+GRAPH_EXTRACT_CONCURRENCY = 2  # chunks extracted at once at ingestion (2 cores; remote models go faster anyway)
+ENTITY_SEARCH_TIMEOUT_S = 10.0  # a slow graph server costs the graph hits, never the answer
 
 # --- data analysis (data_analysis.go) ---
 DATA_ANALYSIS_QUERY_TIMEOUT_S = 10.0  # a runaway SQL query is interrupted, the answer goes on
@@ -94,6 +97,8 @@ DATA_ANALYSIS_MAX_TOKENS = 512  # the decision + one SQL statement
 
 # --- long-term memory (memory_recall.go) ---
 MEMORY_RECALL_LIMIT = 5  # memories injected per question
+MEMORY_RECALL_TIMEOUT_S = 10.0  # recall that takes longer is skipped; the answer does not wait
+MEMORY_RECALL_MARGIN = 0.05  # e5 scores bunch up: only memories this close to the best one are recalled
 
 # --- merge (merge*.go) ---
 HISTORY_REF_MIN_OVERLAP = 0.3  # share of the smaller side's words a history reference must cover
@@ -103,3 +108,10 @@ SHORT_CHUNK_CHARS = 350  # text chunks shorter than this get their neighbours' t
 EXPANDED_CHUNK_CHARS = 850  # ...up to about this length
 PARTIAL_OVERLAP_RATIO = 0.85  # token overlap at which two passages count as near-duplicates
 PARTIAL_OVERLAP_SIZE_RATIO = 3.0  # only compared when token counts are within 3x
+
+# --- query expansion (query_expansion.go) ---
+QUERY_EXPANSION_MAX_CONCURRENCY = 16  # (variant x target) keyword searches in flight at once
+QUERY_EXPANSION_THRESHOLD_FACTOR = 0.8  # variants are noisier than the query, so the keyword threshold relaxes
+QUERY_EXPANSION_TOP_K_FACTOR = 2  # variants fetch max(embedding top-k, rerank top-k) * 2 hits
+QUERY_EXPANSION_MAX_VARIANTS = 5  # ours, not the seed's: a handful of rewrites bounds the searches per target
+QUERY_EXPANSION_MIN_WORD_CHARS = 2  # shorter words (counted in characters) match almost everything

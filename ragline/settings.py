@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ragline import defaults
 
 LOCAL_CHAT_MODEL = "ragline/qwen2.5-coder-0.5b-instruct"
 LOCAL_EMBEDDING_MODEL = "ragline/multilingual-e5-small"
@@ -43,6 +46,38 @@ class Settings(BaseSettings):
 
     local_chat_context: int = Field(4096, ge=512, description="Context window of the local llama.cpp model.")
     local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: all cores).")
+
+    # web search + web_fetch (ragline.web)
+    web_search_provider: str = Field("duckduckgo", description="Web search provider: duckduckgo (HTML, no key) or searxng (JSON).")
+    web_search_duckduckgo_url: str = Field("https://html.duckduckgo.com/html/", description="DuckDuckGo HTML endpoint (tests point it at loopback).")
+    web_search_searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON format enabled.")
+    web_search_max_results: int = Field(5, ge=1, le=50, description="Web results taken per question.")
+    web_fetch_allow_private: bool = Field(False, description="Let web_fetch reach private, loopback and link-local addresses (intranets, tests).")
+    web_fetch_allowed_networks: list[str] = Field(default_factory=list, description="Private networks web_fetch may reach (CIDR, e.g. 10.1.2.0/24) without allowing all.")
+
+    # entity graph (ragline.entities)
+    graph_bolt_url: str | None = Field(None, description="Bolt URL of a Neo4j (or Bolt-compatible) server; unset keeps the graph in DuckDB.")
+    graph_bolt_user: str | None = Field(None, description="Neo4j user; unset connects without authentication.")
+    graph_bolt_password: str | None = None
+    graph_bolt_database: str | None = Field(None, description="Neo4j database name; unset uses the server default.")
+
+    # long-term memory (ragline.memory)
+    memory_store: str = Field("sqlite", description="Long-term memory store: sqlite (a file under data_dir), memory (lost on exit) or redis (redis_url, shared by replicas).")
+    memory_min_score: float = Field(0.78, ge=0, le=1, description="Similarity a memory needs to be recalled (tuned for multilingual-e5-small, whose unrelated pairs score ~0.7).")
+
+    # --- the HTTP service (`ragline serve`) ---
+    host: str = Field("127.0.0.1", description="Address `ragline serve` listens on.")
+    port: int = Field(8000, ge=1, le=65535, description="Port `ragline serve` listens on.")
+    redis_url: str | None = Field(None, description="Redis 8 (search + JSON modules) shared by replicas: checkpoints, event streams, leases, sessions.")
+    checkpointer: Literal["memory", "sqlite", "redis"] | None = Field(None, description="Where runs are checkpointed; default: redis when redis_url is set, else sqlite under data_dir.")
+    stream_manager: Literal["memory", "redis"] | None = Field(None, description="Where run events are kept for SSE resume; default: redis with the redis checkpointer, else in-process.")
+    durability: Literal["sync", "async", "exit"] = Field("sync", description="LangGraph checkpoint durability; sync survives a hard crash mid-run.")
+    api_keys: dict[str, str] | None = Field(None, description='API key -> tenant (or "tenant/user") as JSON, e.g. {"k1": "acme"}; none configured = dev mode, one tenant "default".')
+    api_keys_file: Path | None = Field(None, description="A JSON file of API keys in the same shape as api_keys.")
+    generate_titles: bool = Field(True, description="Generate a session title from the first question (session_title event).")
+    run_lease_ttl_s: float = Field(defaults.RUN_LEASE_TTL_S, gt=0, description="A run whose holder stops heartbeating is taken over after this long.")
+    stop_poll_s: float = Field(defaults.STOP_POLL_S, gt=0, description="Period of the stop watcher.")
+    sse_heartbeat_s: float = Field(defaults.SSE_HEARTBEAT_S, gt=0, description="Comment frame interval on quiet SSE streams.")
 
     @property
     def models_dir(self) -> Path:

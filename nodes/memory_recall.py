@@ -1,0 +1,60 @@
+"""memory_recall: the caller's long-term memories for this question (seed: memory_recall.go, PluginMemoryRecall).
+
+Memory is on when the graph was compiled with a store (LangGraph hands it to the node as
+`runtime.store`). The caller's memories (tenant + user of the run context) closest to the
+question go into `memory_prompt`, and a memory_recalled event tells the client which ones were
+used. No chat model is called, and nothing here can stop the answer: a failing store or
+embedder, or a slow one, just means no memories this turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+from ragline.graph import events
+from ragline.graph.context import RunContext, context_of
+from ragline.graph.state import PipelineState
+from ragline.memory.service import Caller, MemoryService, render_memory_prompt
+from ragline.memory.store import memory_embedder
+
+from ragline import defaults
+from ragline.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+
+def caller_of(context: RunContext) -> Caller:
+    """Tenant + user of the run; hosts without users share the tenant's "default" user."""
+    return Caller(context.tenant_id or "default", getattr(context, "user_id", "") or "default")
+
+
+async def memory_recall(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Recall the caller's memories closest to the question into memory_prompt.
+
+    Reads request.query and runtime.store; writes memory_prompt and emits memory_recalled when
+    something was recalled. Returns nothing when the graph has no store.
+    """
+    store = getattr(runtime, "store", None)
+    query = state["request"].query
+    if store is None or not query.strip():
+        return {}
+    context = context_of(runtime)
+    settings = get_settings()
+    service = MemoryService(store, memory_embedder(settings))
+    try:
+        memories = await asyncio.wait_for(
+            service.search(caller_of(context), query, defaults.MEMORY_RECALL_LIMIT, settings.memory_min_score,
+                           defaults.MEMORY_RECALL_MARGIN),
+            defaults.MEMORY_RECALL_TIMEOUT_S,
+        )
+    except Exception as exc:  # the seed's rule: a memory failure never interrupts the answer
+        log.warning("memory_recall skipped: %s", exc)
+        return {}
+    if not memories:
+        return {}
+    if "turn" in state:
+        events.emit(context, events.memory_recalled(state["turn"], [m.event_item() for m in memories]))
+    return {"memory_prompt": render_memory_prompt(memories)}

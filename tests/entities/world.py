@@ -1,0 +1,64 @@
+"""A small real catalog (knowledge bases, documents, chunks) and entity graph for node tests.
+
+Chunks go straight into the catalog (entity search reads chunks by id and needs no vectors);
+the graph goes into the store the settings choose, DuckDB under the test's data directory
+unless RAGLINE_GRAPH_BOLT_URL points at FalkorDB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from langgraph.runtime import Runtime
+from ragline.entities.store import GraphStore, graph_store_from_settings
+from ragline.entities.types import GraphNode, GraphRelation
+from ragline.graph.context import RunContext
+from ragline.models.embeddings import Embedder
+from ragline.retrieval.catalog import ChunkRecord
+from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.stack import RetrievalStack
+from ragline.retrieval.types import Knowledge, KnowledgeBase
+
+from ragline.services import Services
+
+
+@dataclass
+class World:
+    stack: RetrievalStack
+    store: GraphStore
+    tenant_id: str = "default"
+    kbs: dict[str, KnowledgeBase] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, root: Path) -> World:
+        settings = RetrievalSettings(data_dir=root / "retrieval", redis_url=None, chroma_url=None)
+        stack = RetrievalStack.build(root / "retrieval", Embedder(model="ragline/multilingual-e5-small"), settings)
+        return cls(stack, graph_store_from_settings())
+
+    def runtime(self, tenant_id: str = "default") -> Runtime[RunContext]:
+        services = Services(retrieval_factory=lambda: self.stack)
+        return Runtime(context=RunContext(tenant_id=tenant_id, services=services))
+
+    async def kb(self, name: str, graph: bool = True, tenant_id: str = "default", shared: bool = False) -> KnowledgeBase:
+        kb = self.stack.knowledge_bases.create(name, tenant_id=tenant_id, shared=shared)
+        self.kbs[name] = kb
+        await self.store.set_extraction_enabled(kb.id, graph)
+        return kb
+
+    def document(self, kb: KnowledgeBase, title: str, passages: list[str], metadata: dict | None = None) -> tuple[Knowledge, list[ChunkRecord]]:
+        knowledge = Knowledge(id=f"{kb.name}-{title}".lower().replace(" ", "-"), knowledge_base_id=kb.id,
+                              tenant_id=kb.tenant_id, title=title, source=f"test:{title}", metadata=metadata or {})
+        chunks = [ChunkRecord(f"{knowledge.id}-c{i}", kb.id, knowledge.id, i, text, metadata={"title": title})
+                  for i, text in enumerate(passages)]
+        self.stack.catalog.replace_documents(kb.id, [(knowledge, chunks, "\n".join(passages))])
+        return knowledge, chunks
+
+    async def graph(self, knowledge: Knowledge, nodes: dict[str, list[str]], relations: list[tuple[str, str, str, list[str]]] = ()) -> None:
+        """nodes: name -> chunk ids; relations: (source, relation, target, chunk ids)."""
+        kb, doc = knowledge.knowledge_base_id, knowledge.id
+        await self.store.replace_document(
+            kb, doc,
+            [GraphNode(name, kb, doc, chunk_ids=ids) for name, ids in nodes.items()],
+            [GraphRelation(s, t, r, kb, doc, chunk_ids=ids) for s, r, t, ids in relations],
+        )
