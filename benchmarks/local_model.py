@@ -1,0 +1,55 @@
+"""The local default chat model: load time, first-token latency and decode speed.
+
+    python benchmarks/local_model.py [--runs 5]
+
+Prints a table of medians (these machines are noisy); nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from ragline.models.chat import ChatClient, ChatOptions, StreamEnd
+from ragline.models.local_provider import CHAT_ENGINE
+from ragline.settings import get_settings
+
+QUESTIONS = ["What is the capital of France?", "法国的首都是哪里？", "Explain in two sentences what a weather station measures."]
+
+
+async def one_run(client: ChatClient, question: str) -> tuple[float, float, int]:
+    started = time.perf_counter()
+    first = None
+    tokens = 0
+    async for item in client.stream([{"role": "user", "content": question}], ChatOptions(temperature=0, max_tokens=96)):
+        if isinstance(item, StreamEnd):
+            tokens = item.usage.get("completion_tokens", tokens)
+            break
+        first = first if first is not None else time.perf_counter() - started
+    return first or 0.0, time.perf_counter() - started, tokens
+
+
+async def main(runs: int) -> None:
+    started = time.perf_counter()
+    CHAT_ENGINE.get()
+    load = time.perf_counter() - started
+    client = ChatClient(get_settings().chat_model)
+    rows = []
+    for question in QUESTIONS:
+        samples = [await one_run(client, question) for _ in range(runs)]
+        first = statistics.median(s[0] for s in samples)
+        total = statistics.median(s[1] for s in samples)
+        speed = statistics.median(s[2] / (s[1] - s[0]) for s in samples if s[1] > s[0] and s[2])
+        rows.append((question[:40], first, total, speed))
+    print(f"model {get_settings().chat_model}; load (assemble + verify + mmap) {load:.2f} s; {runs} runs per question, medians")
+    print(f"{'question':42} {'first token s':>14} {'answer s':>9} {'tokens/s':>9}")
+    for question, first, total, speed in rows:
+        print(f"{question:42} {first:14.2f} {total:9.2f} {speed:9.1f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    asyncio.run(main(parser.parse_args().runs))
