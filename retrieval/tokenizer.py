@@ -33,7 +33,7 @@ _jieba_lock = threading.Lock()
 _jieba_ready = False
 
 
-def _ensure_jieba() -> None:
+def ensure_jieba() -> None:
     """jieba loads its dictionary on first use and is not thread-safe while doing so."""
     global _jieba_ready
     if _jieba_ready:
@@ -61,7 +61,7 @@ def split_scripts(text: str) -> list[tuple[str, bool]]:
 
 def raw_tokens(text: str) -> list[str]:
     """Lower-cased words and jieba search-mode words, stop words kept, nothing stemmed."""
-    _ensure_jieba()
+    ensure_jieba()
     out: list[str] = []
     for run, is_han in split_scripts(text.lower()):
         if is_han:
