@@ -120,7 +120,7 @@ class Embedder:
 
     async def _embed(self, texts: list[str], role: str, progress: ProgressCallback | None = None) -> list[list[float]]:
         digests = [EmbeddingCache.digest(text) for text in texts]
-        known = self.cache.get_many(self.identity.key, role, digests) if self.cache else {}
+        known = await asyncio.to_thread(self.cache.get_many, self.identity.key, role, digests) if self.cache else {}
         missing = list(dict.fromkeys(d for d in digests if d not in known))
         text_of = dict(zip(digests, texts))
         done = len(texts) - sum(1 for d in digests if d not in known)

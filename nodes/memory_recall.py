@@ -43,8 +43,9 @@ async def memory_recall(state: PipelineState, runtime: Runtime[RunContext]) -> d
         return {}
     context = context_of(runtime)
     settings = get_settings()
-    service = MemoryService(store, memory_embedder(settings))
     try:
+        # built off the event loop: the first call opens the embedding cache (file I/O)
+        service = MemoryService(store, await asyncio.to_thread(memory_embedder, settings))
         memories = await asyncio.wait_for(
             service.search(caller_of(context), query, defaults.MEMORY_RECALL_LIMIT, settings.memory_min_score,
                            defaults.MEMORY_RECALL_MARGIN),

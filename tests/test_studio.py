@@ -25,7 +25,7 @@ def dev_server(scripted_server):
     port = _free_port()
     env = {**os.environ, "RAGLINE_CHAT_MODEL": "openai/scripted", "RAGLINE_CHAT_API_BASE": scripted_server.base_url,
            "RAGLINE_CHAT_API_KEY": "k", "LANGSMITH_TRACING": "false", "LANGGRAPH_NO_VERSION_CHECK": "true"}
-    process = subprocess.Popen([LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port)], cwd=ROOT, env=env,
+    process = subprocess.Popen([LANGGRAPH, "dev", "--no-browser", "--no-reload", "--allow-blocking", "--port", str(port)], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
