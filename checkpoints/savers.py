@@ -17,6 +17,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from ragline.graph.state import checkpoint_types
 
+REDIS_MAX_CONNECTIONS = 256  # per process and client; commands queue for a connection beyond it
+
 
 def serializer() -> JsonPlusSerializer:
     return JsonPlusSerializer(allowed_msgpack_modules=[(t.__module__, t.__name__) for t in checkpoint_types()])
@@ -34,3 +36,34 @@ async def sqlite_saver(path: Path) -> AsyncIterator[BaseCheckpointSaver]:
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         saver.serde = serializer()
         yield saver
+
+
+def redis_serializer() -> JsonPlusSerializer:
+    """langgraph-checkpoint-redis stores JSON (RedisJSON); the same allow-list, in its two forms."""
+    from langgraph.checkpoint.redis.jsonplus_redis import JsonPlusRedisSerializer
+
+    types = checkpoint_types()
+    # A run cancelled mid-node (a replica shutting down) leaves its task's CancelledError as an error
+    # write; exceptions are never revived (they load as None), listing it only keeps the log quiet.
+    cancelled = [("asyncio", "exceptions", "CancelledError")]
+    return JsonPlusRedisSerializer(
+        allowed_json_modules=[(*t.__module__.split("."), t.__name__) for t in types] + cancelled,
+        allowed_msgpack_modules=[(t.__module__, t.__name__) for t in types],
+    )
+
+
+@asynccontextmanager
+async def redis_saver(url: str) -> AsyncIterator[BaseCheckpointSaver]:
+    """langgraph-checkpoint-redis: needs Redis 8 (or Redis Stack) with the search and JSON modules."""
+    from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+
+    from redis.asyncio import BlockingConnectionPool, Redis
+
+    # a blocking pool: under a burst of concurrent runs a write waits for a connection instead of failing
+    client = Redis(connection_pool=BlockingConnectionPool.from_url(url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30))
+    try:
+        async with AsyncRedisSaver.from_conn_string(redis_client=client) as saver:
+            saver.serde = redis_serializer()
+            yield saver
+    finally:
+        await client.aclose()

@@ -18,7 +18,8 @@ dN a document and bN a knowledge base.
 
 CITATIONS_ON = """
 - Citations are ON for this answer. Cite a knowledge chunk with exactly <ref id="cN"/> and a \
-web page with exactly <ref id="wN"/>, one tag per source.
+web page with exactly <ref id="wN"/>, one tag per source. Example: "The sensor reports every \
+16 seconds <ref id="c2"/>."
 - Put each <ref/> inline, on the same line and right after the claim it supports; do not \
 collect citations at the end.
 - Cite only cN/wN handles given in the search results of this answer, and only when that \

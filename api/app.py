@@ -1,0 +1,80 @@
+"""The Starlette app: every route of the service in one list, one error handler, one lifespan.
+
+`create_app()` reads settings (env prefix RAGLINE_) unless given them; `ragline serve` runs it
+under uvicorn. Paths live under /api/v1; /health and the OpenAPI document need no key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from ragline.api import chat, health, knowledge, messages, sessions
+from ragline.api.errors import HANDLED, handle_error
+from ragline.api.services import RetrievalFactory, open_services
+from ragline.settings import Settings, get_settings
+
+V1 = "/api/v1"
+S = f"{V1}/sessions/{{session_id}}"
+KB = f"{V1}/knowledge-bases/{{kb_id}}"
+DOC = f"{KB}/documents/{{document_id}}"
+
+ROUTES = [
+    Route("/health", health.health, methods=["GET"]),
+    Route(f"{V1}/health", health.health, methods=["GET"], name="health_v1"),
+    Route(f"{V1}/openapi.json", health.openapi, methods=["GET"]),
+    # sessions
+    Route(f"{V1}/sessions", sessions.create_session, methods=["POST"]),
+    Route(f"{V1}/sessions", sessions.list_sessions, methods=["GET"]),
+    Route(f"{V1}/sessions/batch-delete", sessions.delete_sessions, methods=["POST"]),
+    Route(S, sessions.get_session, methods=["GET"]),
+    Route(S, sessions.update_session, methods=["PATCH"]),
+    Route(S, sessions.delete_session, methods=["DELETE"]),
+    Route(f"{S}/title", sessions.generate_title, methods=["POST"]),
+    # answers
+    Route(f"{S}/knowledge-chat", chat.knowledge_chat, methods=["POST"]),
+    Route(f"{S}/chat", chat.chat, methods=["POST"]),
+    Route(f"{S}/continue-stream", chat.continue_stream, methods=["GET"]),
+    Route(f"{S}/stop", chat.stop, methods=["POST"]),
+    # messages
+    Route(f"{S}/messages", messages.list_messages, methods=["GET"]),
+    Route(f"{S}/messages", messages.clear_messages, methods=["DELETE"]),
+    Route(f"{S}/messages/{{message_id}}", messages.delete_message, methods=["DELETE"]),
+    Route(f"{S}/fork", messages.fork, methods=["POST"]),
+    Route(f"{S}/rewind", messages.rewind, methods=["POST"]),
+    # knowledge bases, documents, FAQ, search
+    Route(f"{V1}/knowledge-bases", knowledge.list_knowledge_bases, methods=["GET"]),
+    Route(f"{V1}/knowledge-bases", knowledge.create_knowledge_base, methods=["POST"]),
+    Route(f"{V1}/knowledge-bases/search", knowledge.search, methods=["POST"]),
+    Route(KB, knowledge.get_knowledge_base, methods=["GET"]),
+    Route(KB, knowledge.update_knowledge_base, methods=["PATCH"]),
+    Route(KB, knowledge.delete_knowledge_base, methods=["DELETE"]),
+    Route(f"{KB}/documents", knowledge.list_documents, methods=["GET"]),
+    Route(f"{KB}/documents", knowledge.upload_document, methods=["POST"]),
+    Route(f"{KB}/documents/text", knowledge.add_text_document, methods=["POST"]),
+    Route(DOC, knowledge.delete_document, methods=["DELETE"]),
+    Route(f"{DOC}/reparse", knowledge.reparse_document, methods=["POST"]),
+    Route(f"{DOC}/chunks", knowledge.list_chunks, methods=["GET"]),
+    Route(f"{KB}/faq", knowledge.list_faq, methods=["GET"]),
+    Route(f"{KB}/faq", knowledge.upsert_faq, methods=["POST"]),
+    Route(f"{KB}/faq/import", knowledge.import_faq, methods=["POST"]),
+]
+
+
+def create_app(settings: Settings | None = None, *, retrieval_factory: RetrievalFactory | None = None) -> Starlette:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_services(settings, retrieval_factory) as services:
+            app.state.services = services
+            yield
+
+    return Starlette(
+        routes=ROUTES,
+        exception_handlers={kind: handle_error for kind in HANDLED},
+        lifespan=lifespan,
+    )

@@ -1,0 +1,71 @@
+"""API keys -> tenants (and a user within the tenant).
+
+Keys come from settings: `RAGLINE_API_KEYS` (JSON object) and/or `RAGLINE_API_KEYS_FILE` (a JSON
+file of the same shape). A value is "tenant" or "tenant/user"; without a user the key's tenant
+is also its user. A client sends its key as `X-API-Key: <key>` or `Authorization: Bearer <key>`
+(SSE GET routes also take `?api_key=`, since a browser EventSource cannot set headers).
+
+Dev mode: when no key is configured, every request acts as tenant "default", user "default".
+`ragline serve` refuses to listen beyond loopback in dev mode unless told --insecure-dev.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from ragline.api.errors import Unauthorized
+from ragline.checkpoints.access import Principal
+from ragline.settings import Settings
+
+DEV_PRINCIPAL = Principal("default", "default")
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def principal_of(value: str) -> Principal:
+    tenant, _, user = value.strip().partition("/")
+    if not tenant:
+        raise ValueError(f"an API key maps to an empty tenant: {value!r}")
+    return Principal(tenant, user or tenant)
+
+
+@dataclass(frozen=True)
+class KeyRing:
+    by_digest: dict[str, Principal]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KeyRing:
+        raw: dict[str, str] = {}
+        if settings.api_keys_file is not None:
+            loaded = json.loads(settings.api_keys_file.read_text(encoding="utf-8"))
+            if not isinstance(loaded, dict):
+                raise ValueError(f"{settings.api_keys_file}: expected a JSON object of key -> tenant")
+            raw.update({str(k): str(v) for k, v in loaded.items()})
+        raw.update(settings.api_keys or {})
+        return cls({_digest(key): principal_of(value) for key, value in raw.items() if key})
+
+    @property
+    def dev_mode(self) -> bool:
+        return not self.by_digest
+
+    def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
+        if self.dev_mode:
+            return DEV_PRINCIPAL
+        key = request.headers.get("x-api-key")
+        if not key:
+            scheme, _, token = request.headers.get("authorization", "").partition(" ")
+            key = token.strip() if scheme.lower() == "bearer" else None
+        if not key and allow_query:
+            key = request.query_params.get("api_key")
+        if not key:
+            raise Unauthorized("an API key is required (X-API-Key header or Authorization: Bearer)")
+        principal = self.by_digest.get(_digest(key))
+        if principal is None:
+            raise Unauthorized("unknown API key")
+        return principal

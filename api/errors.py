@@ -1,0 +1,96 @@
+"""Errors as explicit exceptions, turned into JSON responses by one handler.
+
+Every refusal has the same shape: `{"error": {"code": "...", "message": "..."}}`. Bad input is a
+4xx with a message a person can act on; a 500 means a bug, and its details stay in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ragline.checkpoints.access import ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, ServiceError
+from ragline.models.embeddings import EmbeddingError
+from ragline.retrieval import errors as retrieval_errors
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Unauthorized(ApiError):
+    status, code = 401, "unauthorized"
+
+
+class NotFound(ApiError):
+    status, code = 404, "not_found"
+
+
+class Unprocessable(ApiError):
+    status, code = 422, "invalid_request"
+
+
+class PayloadTooLarge(ApiError):
+    status, code = 413, "payload_too_large"
+
+
+def validation_message(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "__root__")
+        message = error.get("msg", "invalid value").removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+_SERVICE_STATUS: list[tuple[type[Exception], int, str]] = [
+    (NotFoundError, 404, "not_found"),
+    (ForbiddenError, 403, "forbidden"),
+    (ConflictError, 409, "conflict"),
+    (InvalidRequestError, 400, "bad_request"),
+    # another tenant's knowledge base is "not found": its existence must not leak
+    (retrieval_errors.KnowledgeBaseNotFoundError, 404, "not_found"),
+    (retrieval_errors.KnowledgeBaseAccessError, 404, "not_found"),
+    (retrieval_errors.KnowledgeBaseExistsError, 409, "conflict"),
+    (retrieval_errors.EmbeddingModelMismatchError, 400, "bad_request"),
+    (retrieval_errors.IngestionError, 400, "bad_request"),
+    (retrieval_errors.StoreGroupError, 503, "unavailable"),
+    (retrieval_errors.RetrievalError, 400, "bad_request"),
+    (EmbeddingError, 503, "unavailable"),
+]
+
+
+def error_body(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+async def handle_error(request: Request, exc: Exception) -> JSONResponse:
+    """The one exception handler of the app."""
+    if isinstance(exc, ApiError):
+        return error_body(exc.status, exc.code, exc.message)
+    if isinstance(exc, HTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error_body(exc.status_code, code, str(exc.detail))
+    if isinstance(exc, ValidationError):
+        return error_body(422, "invalid_request", validation_message(exc))
+    for kind, status, code in _SERVICE_STATUS:
+        if isinstance(exc, kind):
+            return error_body(status, code, str(exc) or code)
+    if isinstance(exc, ServiceError):
+        return error_body(400, "bad_request", str(exc))
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_body(500, "internal", "internal server error")
+
+
+HANDLED: tuple[type[Exception], ...] = (ApiError, HTTPException, ValidationError, ServiceError, retrieval_errors.RetrievalError, EmbeddingError, Exception)

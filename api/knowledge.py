@@ -1,0 +1,281 @@
+"""Knowledge routes: knowledge bases, documents (upload, text, list, delete, reparse, chunks),
+FAQ entries and import, hybrid search — over the retrieval and ingestion packages.
+
+The tenant comes from the API key, never from the body. Another tenant's knowledge base answers
+404 like a missing one; writes need the owning tenant. Uploads are parsed and indexed before the
+response (201 with the document).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ragline import defaults
+from ragline.api import inputs
+from ragline.api.errors import ApiError, NotFound, PayloadTooLarge
+from ragline.api.openapi import doc
+from ragline.api.schemas import (
+    ChunkList,
+    ChunkOut,
+    DocumentList,
+    FAQEntriesIn,
+    FAQEntryOut,
+    FAQImportQuery,
+    FAQImportReport,
+    FAQList,
+    KnowledgeBaseCreate,
+    KnowledgeBaseList,
+    KnowledgeBaseUpdate,
+    SearchRequest,
+    SearchResults,
+    TextDocumentIn,
+)
+from ragline.api.services import services
+from ragline.checkpoints.access import Principal
+from ragline.retrieval.errors import KnowledgeBaseAccessError
+from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase, KnowledgeBaseType, SearchParams
+
+TAG = "knowledge"
+WRITE_ERRORS = (400, 401, 404, 409, 422)
+
+
+def _json(model: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json"), status_code=status)
+
+
+async def authorize_search(stack: Any, who: Principal, kb_ids: list[str], knowledge_ids: list[str]) -> None:
+    """A question may only search knowledge bases (and documents of them) its tenant can read."""
+    readable = {kb.id for kb in stack.searcher.authorize(kb_ids, who.tenant_id)} if kb_ids else set()
+    documents = stack.catalog.get_knowledge_many(knowledge_ids)
+    for knowledge_id in knowledge_ids:
+        document = documents.get(knowledge_id)
+        if document is None:
+            raise NotFound(f"document {knowledge_id} not found")
+        if document.knowledge_base_id not in readable:
+            stack.knowledge_bases.get(document.knowledge_base_id, who.tenant_id)
+
+
+async def _kb(request: Request, who: Principal) -> tuple[Any, KnowledgeBase]:
+    stack = await services(request).stack()
+    return stack, stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
+
+
+def _owned(kb: KnowledgeBase, who: Principal) -> None:
+    if kb.tenant_id != who.tenant_id:
+        raise KnowledgeBaseAccessError("only the owning tenant may change this knowledge base")
+
+
+def _document(stack: Any, kb: KnowledgeBase, knowledge_id: str) -> Knowledge:
+    document = stack.catalog.get_knowledge(knowledge_id)
+    if document is None or document.knowledge_base_id != kb.id:
+        raise NotFound("document not found")
+    return document
+
+
+# --- knowledge bases ---
+
+
+@doc("List the tenant's knowledge bases", TAG, response=KnowledgeBaseList)
+async def list_knowledge_bases(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    stack = await svc.stack()
+    return _json(KnowledgeBaseList(items=stack.knowledge_bases.list(who.tenant_id)))
+
+
+@doc("Create a knowledge base", TAG, body=KnowledgeBaseCreate, response=KnowledgeBase, status=201, errors=WRITE_ERRORS)
+async def create_knowledge_base(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    body = await inputs.body(request, KnowledgeBaseCreate)
+    stack = await svc.stack()
+    kb = stack.knowledge_bases.create(
+        body.name, who.tenant_id, type=body.type, description=body.description, tags=body.tags,
+        chunking=body.chunking, faq_index_mode=body.faq_index_mode,
+    )
+    return _json(kb, 201)
+
+
+@doc("Get a knowledge base", TAG, response=KnowledgeBase)
+async def get_knowledge_base(request: Request) -> Response:
+    who = services(request).authenticate(request)
+    _, kb = await _kb(request, who)
+    return _json(kb)
+
+
+@doc("Rename or describe a knowledge base (owning tenant)", TAG, body=KnowledgeBaseUpdate, response=KnowledgeBase, errors=WRITE_ERRORS)
+async def update_knowledge_base(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    body = await inputs.body(request, KnowledgeBaseUpdate)
+    stack = await svc.stack()
+    kb = stack.knowledge_bases.update(inputs.path(request, "kb_id"), who.tenant_id, name=body.name, description=body.description, tags=body.tags)
+    return _json(kb)
+
+
+@doc("Delete a knowledge base with its documents and indexes (owning tenant)", TAG, status=204, errors=(401, 404))
+async def delete_knowledge_base(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    stack = await svc.stack()
+    await stack.knowledge_bases.delete(inputs.path(request, "kb_id"), who.tenant_id)
+    return Response(status_code=204)
+
+
+# --- documents ---
+
+
+@doc("List the documents of a knowledge base", TAG, response=DocumentList)
+async def list_documents(request: Request) -> Response:
+    who = services(request).authenticate(request)
+    stack, kb = await _kb(request, who)
+    return _json(DocumentList(items=stack.catalog.list_knowledge(kb.id)))
+
+
+async def _upload(request: Request, fields: tuple[str, ...] = ()) -> tuple[str, bytes, dict[str, str]]:
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise ApiError("send the file as multipart/form-data in a field named 'file'")
+    async with request.form(max_files=1, max_fields=len(fields) + 1, max_part_size=defaults.UPLOAD_MAX_BYTES) as form:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise ApiError("the form has no file in a field named 'file'")
+        data = await upload.read(defaults.UPLOAD_MAX_BYTES + 1)
+        if len(data) > defaults.UPLOAD_MAX_BYTES:
+            raise PayloadTooLarge(f"a document may be at most {defaults.UPLOAD_MAX_BYTES} bytes")
+        values = {name: str(form.get(name) or "") for name in fields}
+        return Path(upload.filename).name, data, values
+
+
+@doc("Upload a document (multipart field 'file'; txt, md, html, pdf, docx, csv, xlsx, json)", TAG, multipart=("file", "title"), response=Knowledge, status=201, errors=(400, 401, 404, 413, 422))
+async def upload_document(request: Request) -> Response:
+    from ragline.ingestion.parsers import parse_bytes
+    from ragline.ingestion.service import TextDocument
+
+    svc = services(request)
+    who = svc.authenticate(request)
+    _, kb = await _kb(request, who)
+    _owned(kb, who)
+    filename, data, fields = await _upload(request, ("title",))
+    parsed = await asyncio.to_thread(parse_bytes, data, Path(filename).suffix, filename)
+    document = TextDocument(parsed.text, fields["title"] or parsed.title or Path(filename).stem, f"upload:{filename}", parsed.file_type)
+    ingestion = await svc.ingestion()
+    [knowledge] = await ingestion.ingest_documents(kb.id, [document], who.tenant_id)
+    return _json(knowledge, 201)
+
+
+@doc("Add a document from text", TAG, body=TextDocumentIn, response=Knowledge, status=201, errors=WRITE_ERRORS)
+async def add_text_document(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    body = await inputs.body(request, TextDocumentIn)
+    ingestion = await svc.ingestion()
+    knowledge = await ingestion.ingest_text(inputs.path(request, "kb_id"), body.text, body.title, body.source, who.tenant_id)
+    return _json(knowledge, 201)
+
+
+@doc("Delete a document (owning tenant)", TAG, status=204, errors=(401, 404))
+async def delete_document(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    stack, kb = await _kb(request, who)
+    _owned(kb, who)
+    document = _document(stack, kb, inputs.path(request, "document_id"))
+    await (await svc.ingestion()).delete_knowledge(kb.id, document.id, who.tenant_id)
+    return Response(status_code=204)
+
+
+@doc("Re-chunk and re-index a document with the knowledge base's current settings", TAG, response=Knowledge, errors=(401, 404))
+async def reparse_document(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    stack, kb = await _kb(request, who)
+    _owned(kb, who)
+    document = _document(stack, kb, inputs.path(request, "document_id"))
+    return _json(await (await svc.ingestion()).reparse(kb.id, document.id, who.tenant_id))
+
+
+@doc("The chunks of a document, in order", TAG, response=ChunkList)
+async def list_chunks(request: Request) -> Response:
+    who = services(request).authenticate(request)
+    stack, kb = await _kb(request, who)
+    document = _document(stack, kb, inputs.path(request, "document_id"))
+    chunks = [
+        ChunkOut(id=c.id, knowledge_id=c.knowledge_id, chunk_index=c.chunk_index, chunk_type=c.chunk_type.value, content=c.content,
+                 parent_id=c.parent_id, pre_id=c.pre_id, next_id=c.next_id, metadata=c.metadata)
+        for c in stack.catalog.chunks_of(document.id)
+    ]
+    return _json(ChunkList(items=chunks))
+
+
+# --- FAQ ---
+
+
+def _faq_kb(kb: KnowledgeBase) -> None:
+    if kb.type != KnowledgeBaseType.FAQ:
+        raise ApiError(f"knowledge base {kb.name} is not an FAQ knowledge base")
+
+
+@doc("List the FAQ entries of an FAQ knowledge base", TAG, response=FAQList)
+async def list_faq(request: Request) -> Response:
+    who = services(request).authenticate(request)
+    stack, kb = await _kb(request, who)
+    _faq_kb(kb)
+    items = []
+    for document in stack.catalog.list_knowledge(kb.id):
+        chunk = next((c for c in stack.catalog.chunks_of(document.id) if c.chunk_type == ChunkType.FAQ), None)
+        if chunk is not None:
+            fields = {k: chunk.metadata.get(k) for k in FAQEntryOut.model_fields if k != "id" and k in chunk.metadata}
+            items.append(FAQEntryOut(id=document.id, **fields))
+    return _json(FAQList(items=items))
+
+
+@doc("Add or replace FAQ entries (keyed by the standard question)", TAG, body=FAQEntriesIn, response=DocumentList, errors=WRITE_ERRORS)
+async def upsert_faq(request: Request) -> Response:
+    from ragline.ingestion.faq_import import upsert_faq as upsert
+
+    svc = services(request)
+    who = svc.authenticate(request)
+    body = await inputs.body(request, FAQEntriesIn)
+    _, kb = await _kb(request, who)
+    _faq_kb(kb)
+    changed = await upsert(await svc.ingestion(), kb.id, body.entries, who.tenant_id)
+    return _json(DocumentList(items=changed))
+
+
+@doc("Import FAQ entries from a CSV or JSON file (multipart field 'file')", TAG, multipart=("file",), query=FAQImportQuery, response=FAQImportReport, errors=(400, 401, 404, 413, 422))
+async def import_faq(request: Request) -> Response:
+    from ragline.ingestion.faq_import import import_faq_file
+
+    svc = services(request)
+    who = svc.authenticate(request)
+    query = inputs.query(request, FAQImportQuery)
+    _, kb = await _kb(request, who)
+    _owned(kb, who)
+    _faq_kb(kb)
+    filename, data, _ = await _upload(request)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / filename
+        path.write_bytes(data)
+        report = await import_faq_file(await svc.ingestion(), kb.id, path, who.tenant_id, dry_run=query.dry_run)
+    return _json(report)
+
+
+# --- search ---
+
+
+@doc("Hybrid search (vector + keyword, fused) over knowledge bases", TAG, body=SearchRequest, response=SearchResults)
+async def search(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    body = await inputs.body(request, SearchRequest)
+    stack = await svc.stack()
+    await authorize_search(stack, who, body.knowledge_base_ids, body.knowledge_ids)
+    params = SearchParams(tenant_id=who.tenant_id, **body.model_dump())
+    return _json(SearchResults(items=await stack.searcher.search(params)))

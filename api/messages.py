@@ -1,0 +1,60 @@
+"""Message routes: load (paged), delete one, clear all, fork and rewind at a message."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ragline.api import inputs
+from ragline.api.openapi import doc
+from ragline.api.schemas import MessagePage, MessageRef, MessagesQuery, Rewound
+from ragline.api.services import services
+from ragline.checkpoints.sessions import Session
+
+TAG = "messages"
+OWNER_ERRORS = (401, 403, 404, 409)
+
+
+@doc("Load messages, newest page first (before_id pages back); oldest first within a page", TAG, query=MessagesQuery, response=MessagePage)
+async def list_messages(request: Request) -> Response:
+    """An answer still being generated is included, unfinished (is_completed=false), with the
+    text streamed so far: follow it with continue-stream."""
+    svc = services(request)
+    who = svc.authenticate(request)
+    query = inputs.query(request, MessagesQuery)
+    items, has_more = await svc.conversations.messages(who, inputs.path(request, "session_id"), before_id=query.before_id, limit=query.limit)
+    return JSONResponse(MessagePage(items=items, has_more=has_more).model_dump(mode="json"))
+
+
+@doc("Delete one message (owner only)", TAG, status=204, errors=OWNER_ERRORS)
+async def delete_message(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    await svc.conversations.delete_message(who, inputs.path(request, "session_id"), inputs.path(request, "message_id"))
+    return Response(status_code=204)
+
+
+@doc("Clear the session's messages (owner only)", TAG, status=204, errors=OWNER_ERRORS)
+async def clear_messages(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    await svc.conversations.clear_messages(who, inputs.path(request, "session_id"))
+    return Response(status_code=204)
+
+
+@doc("Fork: a new session with this conversation up to a message", TAG, body=MessageRef, response=Session, status=201)
+async def fork(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    body = await inputs.body(request, MessageRef)
+    session = await svc.conversations.fork(who, inputs.path(request, "session_id"), body.message_id)
+    return JSONResponse(session.model_dump(mode="json"), status_code=201)
+
+
+@doc("Rewind: drop every message after a message (owner only)", TAG, body=MessageRef, response=Rewound, errors=(400, *OWNER_ERRORS, 422))
+async def rewind(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    body = await inputs.body(request, MessageRef)
+    removed = await svc.conversations.rewind(who, inputs.path(request, "session_id"), body.message_id)
+    return JSONResponse(Rewound(removed=removed).model_dump())

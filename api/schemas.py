@@ -1,0 +1,190 @@
+"""Request and response bodies of the HTTP API (validated by pydantic; unknown fields refused)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragline import defaults
+from ragline.checkpoints.conversations import Message
+from ragline.checkpoints.sessions import Session
+from ragline.ingestion.faq_import import FAQEntry, FAQImportReport  # noqa: F401  (FAQImportReport: a response model)
+from ragline.retrieval.types import (
+    ChunkingConfig,
+    FAQIndexMode,
+    Knowledge,
+    KnowledgeBase,
+    KnowledgeBaseType,
+    SearchResult,
+)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- sessions ---
+
+
+class SessionCreate(Strict):
+    title: str = Field("", max_length=200, description="Leave empty to have one generated from the first question.")
+    description: str = Field("", max_length=2000)
+
+
+class SessionUpdate(Strict):
+    title: str | None = Field(None, max_length=200)
+    description: str | None = Field(None, max_length=2000)
+    pinned: bool | None = Field(None, description="Pinned sessions are listed first.")
+
+
+class PageQuery(Strict):
+    page: int = Field(1, ge=1, le=1_000_000)
+    page_size: int = Field(defaults.SESSION_PAGE_SIZE, ge=1, le=defaults.SESSION_MAX_PAGE_SIZE)
+
+
+class SessionPage(BaseModel):
+    items: list[Session]
+    total: int
+    page: int
+    page_size: int
+
+
+class BatchDelete(Strict):
+    ids: list[str] = Field(min_length=1, max_length=defaults.SESSION_BATCH_DELETE_MAX)
+
+
+class Deleted(BaseModel):
+    deleted: list[str]
+
+
+class TitleRequest(Strict):
+    query: str | None = Field(None, max_length=32_000, description="Title this question; default: the session's first one.")
+
+
+# --- messages ---
+
+
+class MessagesQuery(Strict):
+    before_id: str | None = Field(None, description="Only messages before this one (the next page back).")
+    limit: int = Field(defaults.MESSAGE_PAGE_SIZE, ge=1, le=defaults.MESSAGE_MAX_PAGE_SIZE)
+
+
+class MessagePage(BaseModel):
+    items: list[Message]
+    has_more: bool
+
+
+class MessageRef(Strict):
+    message_id: str = Field(min_length=1, max_length=200)
+
+
+class Rewound(BaseModel):
+    removed: list[str]
+
+
+# --- runs ---
+
+
+class StopRequest(Strict):
+    message_id: str | None = Field(None, description="The answer to stop; default: the session's running one.")
+
+
+class StopResult(BaseModel):
+    message_id: str
+    stopped: bool = Field(description="False when the answer had already completed.")
+
+
+class ContinueQuery(Strict):
+    message_id: str | None = Field(None, description="The assistant message to follow; default: the session's running one.")
+
+
+class Health(BaseModel):
+    status: str
+    backend: dict[str, str]
+    runs: int
+    auth: str
+
+
+def page_of(items: list[Any], total: int, query: PageQuery) -> SessionPage:
+    return SessionPage(items=items, total=total, page=query.page, page_size=query.page_size)
+
+
+# --- knowledge bases, documents, FAQ, search ---
+
+
+class KnowledgeBaseCreate(Strict):
+    name: str = Field(min_length=1, max_length=200)
+    type: KnowledgeBaseType = KnowledgeBaseType.DOCUMENT
+    description: str = Field("", max_length=2000)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    chunking: ChunkingConfig | None = None
+    faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER
+
+
+class KnowledgeBaseUpdate(Strict):
+    name: str | None = Field(None, min_length=1, max_length=200)
+    description: str | None = Field(None, max_length=2000)
+    tags: list[str] | None = Field(None, max_length=50)
+
+
+class KnowledgeBaseList(BaseModel):
+    items: list[KnowledgeBase]
+
+
+class TextDocumentIn(Strict):
+    text: str = Field(min_length=1, max_length=5_000_000)
+    title: str = Field("", max_length=500)
+    source: str = Field("", max_length=1000, description="Identifies the document: the same source again replaces it.")
+
+
+class DocumentList(BaseModel):
+    items: list[Knowledge]
+
+
+class ChunkOut(BaseModel):
+    id: str
+    knowledge_id: str
+    chunk_index: int
+    chunk_type: str
+    content: str
+    parent_id: str | None = None
+    pre_id: str | None = None
+    next_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChunkList(BaseModel):
+    items: list[ChunkOut]
+
+
+class FAQEntriesIn(Strict):
+    entries: list[FAQEntry] = Field(min_length=1, max_length=1000)
+
+
+class FAQEntryOut(FAQEntry):
+    id: str
+
+
+class FAQList(BaseModel):
+    items: list[FAQEntryOut]
+
+
+class FAQImportQuery(Strict):
+    dry_run: bool = Field(False, description="Validate and report; store nothing.")
+
+
+class SearchRequest(Strict):
+    query: str = Field(min_length=1, max_length=4000)
+    knowledge_base_ids: list[str] = Field(min_length=1, max_length=20)
+    knowledge_ids: list[str] = Field(default_factory=list, max_length=200)
+    match_count: int = Field(0, ge=0, le=defaults.MAX_RETRIEVAL_POOL_SIZE, description="0 = the default (50).")
+    vector_threshold: float = Field(defaults.DEFAULT_VECTOR_THRESHOLD, ge=0, le=1)
+    keyword_threshold: float = Field(defaults.DEFAULT_KEYWORD_THRESHOLD, ge=0, le=1)
+    disable_vector: bool = False
+    disable_keyword: bool = False
+    disable_recall_thresholds: bool = False
+
+
+class SearchResults(BaseModel):
+    items: list[SearchResult]

@@ -1,0 +1,225 @@
+"""SSE delivery: latency from the moment a run appends an event to the moment the client has the
+frame (p50/p99), in process and via Redis Streams, and how many concurrent streams one process
+holds with zero lost events.
+
+The service runs as `ragline serve` would, in a subprocess (this file's `serve` mode: the real app,
+with a StreamManager wrapper that stamps each event with its append time). The chat model is the
+scripted OpenAI-compatible test server, streaming fixed chunks at a fixed pace, so every answer is
+known in advance and a lost or repeated event shows as a wrong text or a gap in the entry ids.
+
+    python benchmarks/sse_latency.py [--streams 10,50,100,200] [--chunks 40] [--no-redis]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+STAMP = "_t_append"  # added to every event by the serve mode; clients ignore unknown keys
+
+
+# --- serve mode (the subprocess) ---
+
+
+class StampedStreams:
+    """Delegates to the real StreamManager, recording wall-clock append time in each event."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def append(self, session_id: str, message_id: str, event: dict) -> str:
+        return await self.inner.append(session_id, message_id, {**event, STAMP: time.time()})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def serve(port: int) -> None:
+    import uvicorn
+    from starlette.applications import Starlette
+
+    from ragline.api.app import create_app
+
+    app: Starlette = create_app()
+    inner_lifespan = app.router.lifespan_context
+
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app_: Starlette):
+        async with inner_lifespan(app_):
+            backend = app_.state.services.backend
+            backend.streams = StampedStreams(backend.streams)
+            yield
+
+    app.router.lifespan_context = lifespan
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2)
+
+
+# --- client mode ---
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+async def one_turn(client: Any, expected: str, latencies: list[float]) -> tuple[bool, int]:
+    """One session and one question; returns (nothing lost, frames received)."""
+    sid = (await client.post("/api/v1/sessions", json={"title": "bench"})).json()["id"]
+    text, entries, complete = "", [], False
+    async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json={"query": "go", "rewrite_enabled": False}) as response:
+        data: list[str] = []
+        event_id = ""
+        async for line in response.aiter_lines():
+            if line.startswith("id:"):
+                event_id = line[3:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif line == "" and data:
+                now = time.time()
+                event = json.loads("".join(data))
+                data = []
+                latencies.append((now - event[STAMP]) * 1000)
+                entries.append(event_id.rpartition(":")[2])
+                if event["response_type"] == "answer":
+                    text += event.get("content", "")
+                complete = complete or event["response_type"] == "complete"
+    ordered = entries == sorted(entries, key=_entry_key) and len(set(entries)) == len(entries)
+    contiguous = not entries[0].isdigit() or [int(e) for e in entries] == list(range(1, len(entries) + 1))
+    if not (complete and ordered and contiguous and text == expected):
+        raise AssertionError(f"stream broken: complete={complete} ordered={ordered} contiguous={contiguous} text={text[:60]!r}...")
+    return True, len(entries)
+
+
+def _entry_key(entry: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in entry.split("-"))
+
+
+async def measure(url: str, streams: int, expected: str, repeats: int = 1) -> dict[str, Any]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
+    latencies: list[float] = []
+    ok = frames = 0
+    failures: list[str] = []
+    started = time.monotonic()
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        for _ in range(repeats):
+            results = await asyncio.gather(*(one_turn(client, expected, latencies) for _ in range(streams)), return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException):
+                    failures.append(f"{type(result).__name__}: {result}")
+                else:
+                    ok += result[0]
+                    frames += result[1]
+    return {
+        "streams": streams * repeats,
+        "concurrent": streams,
+        "intact": ok,
+        "frames": frames,
+        "p50": statistics.median(latencies) if latencies else float("nan"),
+        "p99": percentile(latencies, 99) if latencies else float("nan"),
+        "seconds": time.monotonic() - started,
+        "failures": failures,
+    }
+
+
+def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    import httpx
+
+    process = subprocess.Popen([sys.executable, __file__, "serve", "--port", str(port)], cwd=ROOT, env={**os.environ, **env})
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.2)
+        if process.poll() is not None:
+            break
+    process.kill()
+    raise RuntimeError("the benchmark server did not start")
+
+
+def run(args: argparse.Namespace) -> None:
+    from tests.redis_server import RedisServer, free_port, missing_reason
+    from tests.scripted_model import Reply, ScriptedModel
+
+    model = ScriptedModel().start()
+    words = [f"w{i}" for i in range(args.chunks)]
+    model.default = Reply.text(" ".join(words), chunk_delay=args.delay)
+    expected = " ".join(words)
+    base_env = {
+        "RAGLINE_CHAT_MODEL": "openai/scripted",
+        "RAGLINE_CHAT_API_BASE": model.base_url,
+        "RAGLINE_CHAT_API_KEY": "k",
+        "RAGLINE_GENERATE_TITLES": "false",
+        "RAGLINE_API_KEYS": "{}",
+    }
+    backends: list[tuple[str, dict[str, str]]] = [("in-process", {"RAGLINE_CHECKPOINTER": "memory", "RAGLINE_STREAM_MANAGER": "memory"})]
+    redis = None
+    if not args.no_redis and missing_reason() is None:
+        redis = RedisServer().start()
+        backends.append(("redis", {"RAGLINE_REDIS_URL": redis.url, "RAGLINE_CHECKPOINTER": "redis", "RAGLINE_STREAM_MANAGER": "redis"}))
+    rows: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for name, env in backends:
+            port = free_port()
+            server = start_server({**base_env, **env}, port)
+            url = f"http://127.0.0.1:{port}"
+            try:
+                asyncio.run(measure(url, 2, expected))  # warm-up: imports, connections, first checkpoint
+                rows.append((name, asyncio.run(measure(url, 1, expected, repeats=args.sequential))))
+                for streams in args.streams:
+                    result = asyncio.run(measure(url, streams, expected))
+                    rows.append((name, result))
+                    if result["intact"] < result["streams"]:
+                        break
+            finally:
+                server.terminate()
+                server.wait(timeout=15)
+    finally:
+        model.stop()
+        if redis is not None:
+            redis.stop()
+    print(f"\nSSE delivery, append -> client frame; answers of {args.chunks} chunks every {args.delay * 1000:.0f} ms "
+          f"(scripted model), one process, {os.cpu_count()} cores\n")
+    print("| backend | concurrent streams | streams intact | frames | latency p50 ms | latency p99 ms | wall s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, r in rows:
+        print(f"| {name} | {r['concurrent']} | {r['intact']}/{r['streams']} | {r['frames']} | {r['p50']:.2f} | {r['p99']:.2f} | {r['seconds']:.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="mode")
+    serve_mode = sub.add_parser("serve")
+    serve_mode.add_argument("--port", type=int, required=True)
+    parser.add_argument("--streams", default="10,50,100,200", help="concurrency levels to try, in order")
+    parser.add_argument("--chunks", type=int, default=40, help="answer chunks per stream")
+    parser.add_argument("--delay", type=float, default=0.02, help="seconds between chunks")
+    parser.add_argument("--sequential", type=int, default=10, help="single-stream turns for the idle latency row")
+    parser.add_argument("--no-redis", action="store_true")
+    args = parser.parse_args()
+    if args.mode == "serve":
+        serve(args.port)
+        return
+    args.streams = [int(n) for n in args.streams.split(",") if n]
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The stores behind the service, chosen once from settings (seed: stream/factory.go + container).
+
+| settings | checkpoints | sessions | event streams | runs (registry) |
+| --- | --- | --- | --- | --- |
+| checkpointer=memory | in memory | in memory | in process | in process |
+| checkpointer=sqlite (default) | data_dir/service/checkpoints.sqlite | sessions.sqlite beside it | in process | in process |
+| checkpointer=redis (default with redis_url) | langgraph-checkpoint-redis | Redis | Redis Streams | Redis: leases, takeover |
+
+Runs survive the death of their process only when checkpoints, streams and the registry are all in
+Redis, since another replica must see all three to take a run over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from ragline.checkpoints.registry import MemoryRunRegistry, RedisRunRegistry, RunRegistry
+from ragline.checkpoints.savers import REDIS_MAX_CONNECTIONS, memory_saver, redis_saver, sqlite_saver
+from ragline.checkpoints.sessions import MemorySessionStore, RedisSessionStore, SessionStore, SqliteSessionStore
+from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager, StreamManager
+from ragline.settings import Settings
+
+
+class BackendConfigError(ValueError):
+    """Settings that cannot work together (e.g. Redis chosen without a URL)."""
+
+
+def checkpointer_kind(settings: Settings) -> str:
+    return settings.checkpointer or ("redis" if settings.redis_url else "sqlite")
+
+
+def stream_kind(settings: Settings) -> str:
+    return settings.stream_manager or ("redis" if checkpointer_kind(settings) == "redis" else "memory")
+
+
+@dataclass
+class Backend:
+    settings: Settings
+    graph: CompiledStateGraph
+    checkpointer: BaseCheckpointSaver
+    streams: StreamManager
+    registry: RunRegistry
+    sessions: SessionStore
+    redis: Any = None  # redis.asyncio.Redis when one is configured
+
+    @property
+    def durability(self) -> str:
+        return self.settings.durability
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "checkpointer": checkpointer_kind(self.settings),
+            "streams": stream_kind(self.settings),
+            "runs": "redis" if self.registry.durable else "memory",
+        }
+
+
+@asynccontextmanager
+async def open_backend(settings: Settings, graph_name: str = "ragline") -> AsyncIterator[Backend]:
+    from ragline.graph.graphs import build_graph
+
+    checkpoints, streams_kind = checkpointer_kind(settings), stream_kind(settings)
+    needs_redis = "redis" in (checkpoints, streams_kind)
+    if needs_redis and not settings.redis_url:
+        raise BackendConfigError("Redis was chosen for checkpoints or streams but RAGLINE_REDIS_URL is not set")
+    async with AsyncExitStack() as stack:
+        redis = None
+        if needs_redis:
+            from redis.asyncio import BlockingConnectionPool, Redis
+
+            pool = BlockingConnectionPool.from_url(
+                settings.redis_url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30, decode_responses=True, health_check_interval=30
+            )
+            redis = Redis(connection_pool=pool)
+            stack.push_async_callback(redis.aclose)
+            await redis.ping()
+        service_dir = settings.data_dir / "service"
+        sessions: SessionStore
+        if checkpoints == "memory":
+            saver: BaseCheckpointSaver = memory_saver()
+            sessions = MemorySessionStore()
+        elif checkpoints == "sqlite":
+            saver = await stack.enter_async_context(sqlite_saver(service_dir / "checkpoints.sqlite"))
+            sessions = SqliteSessionStore(service_dir / "sessions.sqlite")
+        else:
+            saver = await stack.enter_async_context(redis_saver(settings.redis_url))
+            sessions = RedisSessionStore(redis)
+        stack.push_async_callback(sessions.aclose)
+        streams: StreamManager = RedisStreamManager(redis) if streams_kind == "redis" else MemoryStreamManager()
+        stack.push_async_callback(streams.aclose)
+        registry: RunRegistry = (
+            RedisRunRegistry(redis) if checkpoints == "redis" and streams_kind == "redis" else MemoryRunRegistry()
+        )
+        graph = build_graph(graph_name, checkpointer=saver)
+        yield Backend(settings, graph, saver, streams, registry, sessions, redis)

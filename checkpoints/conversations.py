@@ -1,0 +1,208 @@
+"""Sessions and their messages (seed: session.go, message.go, session_fork.go, session_rewind.go).
+
+Every method takes the caller and checks access first: the tenant to read, the owner to change
+or delete. Messages are read from the session's thread; the assistant message of a running turn
+is shown too, unfinished, with the text streamed so far.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AnyMessage, HumanMessage
+from pydantic import BaseModel, Field
+
+from ragline.checkpoints import threads
+from ragline.checkpoints.access import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    Principal,
+    check_owned,
+    check_readable,
+)
+from ragline.checkpoints.backend import Backend
+from ragline.checkpoints.replay import Transcript
+from ragline.checkpoints.runs import RunManager
+from ragline.checkpoints.sessions import Session, utcnow
+from ragline.checkpoints.titles import generate_title
+
+
+class Message(BaseModel):
+    """One message of a session, as clients see it (seed: types.Message)."""
+
+    id: str
+    session_id: str
+    request_id: str = ""
+    role: str = Field(description="user or assistant")
+    content: str = ""
+    knowledge_references: list[dict[str, Any]] = Field(default_factory=list)
+    images: list[str] = Field(default_factory=list)
+    is_completed: bool = True
+    stopped: bool = False
+    truncated: bool = False
+
+
+def message_view(message: AnyMessage, session_id: str) -> Message:
+    kwargs = message.additional_kwargs
+    return Message(
+        id=message.id or "",
+        session_id=session_id,
+        request_id=str(kwargs.get("request_id") or ""),
+        role="user" if isinstance(message, HumanMessage) else "assistant",
+        content=threads.text_of(message),
+        knowledge_references=list(kwargs.get("references") or []),
+        images=list(kwargs.get("images") or []),
+        stopped=bool(kwargs.get("stopped")),
+        truncated=bool(kwargs.get("truncated")),
+    )
+
+
+class SessionService:
+    def __init__(self, backend: Backend, runs: RunManager) -> None:
+        self.backend = backend
+        self.runs = runs
+        self.graph = backend.graph
+
+    # --- sessions ---
+
+    async def create(self, who: Principal, *, title: str = "", description: str = "") -> Session:
+        session = Session(tenant_id=who.tenant_id, owner_id=who.user_id, title=title, description=description)
+        await self.backend.sessions.save(session)
+        return session
+
+    async def readable(self, who: Principal, session_id: str) -> Session:
+        session = await self.backend.sessions.get(session_id)
+        check_readable(session, who)
+        assert session is not None
+        return session
+
+    async def owned(self, who: Principal, session_id: str) -> Session:
+        session = await self.backend.sessions.get(session_id)
+        check_owned(session, who)
+        assert session is not None
+        return session
+
+    async def list(self, who: Principal, page: int, page_size: int) -> tuple[list[Session], int]:
+        return await self.backend.sessions.list(who.tenant_id, (page - 1) * page_size, page_size)
+
+    async def update(self, who: Principal, session_id: str, changes: dict[str, Any]) -> Session:
+        await self.owned(who, session_id)
+        allowed = {k: v for k, v in changes.items() if k in ("title", "description", "pinned")}
+        session = await self.backend.sessions.patch(session_id, {**allowed, "updated_at": utcnow()})
+        if session is None:
+            raise NotFoundError("session not found")
+        return session
+
+    async def delete(self, who: Principal, session_ids: list[str]) -> list[str]:
+        """Delete sessions the caller owns; all or nothing (one foreign id refuses the batch)."""
+        sessions = [await self.owned(who, session_id) for session_id in dict.fromkeys(session_ids)]
+        for session in sessions:
+            running = await self.backend.registry.running_in(session.id)
+            if running is not None:
+                await self.runs.stop(running)
+        await self.backend.sessions.delete(sessions)
+        for session in sessions:
+            await self.backend.checkpointer.adelete_thread(session.id)
+        return [session.id for session in sessions]
+
+    async def generate_title(self, who: Principal, session_id: str, query: str | None = None) -> Session:
+        session = await self.owned(who, session_id)
+        if not query:
+            first = next((m for m in await threads.messages_of(self.graph, session_id) if isinstance(m, HumanMessage)), None)
+            if first is None:
+                raise InvalidRequestError("the session has no question to title yet; send one in the body")
+            query = threads.text_of(first)
+        title = await generate_title(query)
+        updated = await self.backend.sessions.patch(session.id, {"title": title, "updated_at": utcnow()})
+        return updated or session
+
+    # --- messages ---
+
+    async def messages(self, who: Principal, session_id: str, *, before_id: str | None, limit: int) -> tuple[list[Message], bool]:
+        """Up to `limit` messages before `before_id` (the newest when none), oldest first."""
+        await self.readable(who, session_id)
+        views = [message_view(m, session_id) for m in await threads.messages_of(self.graph, session_id)]
+        running = await self.backend.registry.running_in(session_id)
+        if running is not None and all(v.id != running.assistant_message_id for v in views):
+            views.append(await self._running_view(running.session_id, running.assistant_message_id, running.request_id))
+        if before_id is not None:
+            index = next((i for i, v in enumerate(views) if v.id == before_id), None)
+            if index is None:
+                raise NotFoundError("message not found")
+            views = views[:index]
+        return views[-limit:], len(views) > limit
+
+    async def _running_view(self, session_id: str, message_id: str, request_id: str) -> Message:
+        entries = await self.backend.streams.read(session_id, message_id)
+        shown = Transcript.of([entry.event for entry in entries])
+        return Message(
+            id=message_id,
+            session_id=session_id,
+            request_id=request_id,
+            role="assistant",
+            content=shown.answer,
+            knowledge_references=shown.references,
+            is_completed=False,
+        )
+
+    async def _at_rest(self, session_id: str) -> None:
+        if await self.backend.registry.running_in(session_id) is not None:
+            raise ConflictError("a reply is being generated in this session; stop it first")
+
+    async def delete_message(self, who: Principal, session_id: str, message_id: str) -> None:
+        await self.owned(who, session_id)
+        await self._at_rest(session_id)
+        if all(m.id != message_id for m in await threads.messages_of(self.graph, session_id)):
+            raise NotFoundError("message not found")
+        await threads.remove_messages(self.graph, session_id, [message_id])
+
+    async def clear_messages(self, who: Principal, session_id: str) -> None:
+        await self.owned(who, session_id)
+        await self._at_rest(session_id)
+        await threads.clear_messages(self.graph, session_id)
+
+    # --- fork and rewind (checkpoint history) ---
+
+    async def _conversation_until(self, session_id: str, message_id: str) -> list[AnyMessage]:
+        current = await threads.messages_of(self.graph, session_id)
+        ids = [m.id for m in current]
+        if message_id not in ids:
+            raise NotFoundError("message not found")
+        return current[: ids.index(message_id) + 1]
+
+    async def fork(self, who: Principal, session_id: str, message_id: str) -> Session:
+        """A new session owned by the caller whose conversation is this one up to `message_id`."""
+        source = await self.readable(who, session_id)
+        messages = await self._conversation_until(session_id, message_id)
+        fork = Session(
+            tenant_id=who.tenant_id,
+            owner_id=who.user_id,
+            title=source.title,
+            description=source.description,
+            parent_session_id=source.id,
+            forked_from_message_id=message_id,
+        )
+        await self.backend.sessions.save(fork)
+        await threads.edit_messages(self.graph, fork.id, messages)
+        return fork
+
+    async def rewind(self, who: Principal, session_id: str, message_id: str) -> list[str]:
+        """Drop every message after `message_id`; the thread's head goes back to the checkpoint
+        that ended with it (messages deleted since stay deleted). Returns the dropped ids."""
+        await self.owned(who, session_id)
+        await self._at_rest(session_id)
+        kept = await self._conversation_until(session_id, message_id)
+        current = await threads.messages_of(self.graph, session_id)
+        dropped = [m.id for m in current[len(kept) :] if m.id]
+        if not dropped:
+            return []
+        earlier = await threads.find_snapshot(self.graph, session_id, message_id)
+        if earlier is None:
+            await threads.remove_messages(self.graph, session_id, dropped)
+            return dropped
+        await threads.restore(self.graph, session_id, earlier)
+        kept_ids = {m.id for m in kept}
+        resurrected = [m.id for m in earlier.values.get("messages", []) if m.id and m.id not in kept_ids]
+        await threads.remove_messages(self.graph, session_id, resurrected)
+        return dropped

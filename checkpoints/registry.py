@@ -1,0 +1,219 @@
+"""The run registry: which answers are being generated, who holds them, who asked them to stop.
+
+A run is registered when a request starts it and removed when it completes. While it runs:
+- one run per session at a time (two turns on one thread would interleave their messages);
+- a lease names the replica running it, renewed by a heartbeat; a run whose lease expired is
+  an orphan that any replica may take over (Redis only; in process a run dies with its process);
+- a stop flag, set by the stop route on any replica and read by the holder's stop watcher.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+from redis.asyncio import Redis
+
+from ragline import defaults
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    session_id: str
+    request_id: str
+    user_message_id: str
+    assistant_message_id: str
+    tenant_id: str
+    owner_id: str
+    request_json: str  # the PipelineRequest, to start the turn again if no checkpoint was written
+    query: str
+    title_pending: bool = False
+    started_at: float = 0.0
+
+    @property
+    def message_id(self) -> str:
+        return self.assistant_message_id
+
+
+class RunRegistry(Protocol):
+    durable: bool  # runs outlive the process (leases, takeover)
+
+    async def begin(self, record: RunRecord, holder: str, ttl_s: float) -> RunRecord | None:
+        """Register and lease the run; returns the session's running run instead when it has one."""
+        ...
+
+    async def get(self, message_id: str) -> RunRecord | None: ...
+
+    async def running_in(self, session_id: str) -> RunRecord | None: ...
+
+    async def finish(self, record: RunRecord) -> None: ...
+
+    async def request_stop(self, record: RunRecord) -> None: ...
+
+    async def stop_requested(self, message_ids: list[str]) -> set[str]: ...
+
+    async def acquire(self, message_id: str, holder: str, ttl_s: float) -> bool: ...
+
+    async def renew(self, message_id: str, holder: str, ttl_s: float) -> bool: ...
+
+    async def release(self, message_id: str, holder: str) -> None: ...
+
+    async def orphans(self) -> list[RunRecord]: ...
+
+
+class MemoryRunRegistry:
+    durable = False
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+        self._by_session: dict[str, str] = {}
+        self._stops: set[str] = set()
+
+    async def begin(self, record: RunRecord, holder: str, ttl_s: float) -> RunRecord | None:
+        running = self._by_session.get(record.session_id)
+        if running is not None:
+            return self._runs[running]
+        self._runs[record.message_id] = record
+        self._by_session[record.session_id] = record.message_id
+        return None
+
+    async def get(self, message_id: str) -> RunRecord | None:
+        return self._runs.get(message_id)
+
+    async def running_in(self, session_id: str) -> RunRecord | None:
+        message_id = self._by_session.get(session_id)
+        return self._runs.get(message_id) if message_id else None
+
+    async def finish(self, record: RunRecord) -> None:
+        self._runs.pop(record.message_id, None)
+        if self._by_session.get(record.session_id) == record.message_id:
+            del self._by_session[record.session_id]
+        self._stops.discard(record.message_id)
+
+    async def request_stop(self, record: RunRecord) -> None:
+        self._stops.add(record.message_id)
+
+    async def stop_requested(self, message_ids: list[str]) -> set[str]:
+        return self._stops.intersection(message_ids)
+
+    async def acquire(self, message_id: str, holder: str, ttl_s: float) -> bool:
+        return message_id in self._runs
+
+    async def renew(self, message_id: str, holder: str, ttl_s: float) -> bool:
+        return message_id in self._runs
+
+    async def release(self, message_id: str, holder: str) -> None:
+        return None
+
+    async def orphans(self) -> list[RunRecord]:
+        return []
+
+
+# compare-and-set scripts: only the holder renews or releases its lease. A holder whose beat came
+# late (a starved event loop) takes its expired lease back unless another replica took the run.
+_RENEW = (
+    "local holder = redis.call('GET', KEYS[1]) "
+    "if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
+    "if not holder then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end "
+    "return 0"
+)
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+_FINISH = (
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end "
+    "redis.call('SREM', KEYS[2], ARGV[1]) redis.call('DEL', KEYS[3], KEYS[4], KEYS[5]) return 1"
+)
+
+
+class RedisRunRegistry:
+    """Keys: run:<mid> (record), session-run:<sid> (the session's running mid), runs (set of running
+    mids), lease:<mid> (holder, PX ttl), stop:<mid> (flag)."""
+
+    durable = True
+
+    def __init__(self, redis: Redis, *, prefix: str = "ragline") -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.safety_ttl_s = int(defaults.RUN_MAX_S)
+
+    def _k(self, kind: str, ident: str = "") -> str:
+        return f"{self.prefix}:{kind}:{ident}" if ident else f"{self.prefix}:{kind}"
+
+    async def begin(self, record: RunRecord, holder: str, ttl_s: float) -> RunRecord | None:
+        claimed = await self.redis.set(self._k("session-run", record.session_id), record.message_id, nx=True, ex=self.safety_ttl_s)
+        if not claimed:
+            running_id = await self.redis.get(self._k("session-run", record.session_id))
+            running = await self.get(_text(running_id)) if running_id else None
+            if running is not None:
+                return running
+            await self.redis.set(self._k("session-run", record.session_id), record.message_id, ex=self.safety_ttl_s)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self._k("run", record.message_id), _dump(record), ex=self.safety_ttl_s)
+            pipe.sadd(self._k("runs"), record.message_id)
+            pipe.set(self._k("lease", record.message_id), holder, px=int(ttl_s * 1000))
+            await pipe.execute()
+        return None
+
+    async def get(self, message_id: str) -> RunRecord | None:
+        raw = await self.redis.get(self._k("run", message_id))
+        return _load(raw) if raw else None
+
+    async def running_in(self, session_id: str) -> RunRecord | None:
+        message_id = await self.redis.get(self._k("session-run", session_id))
+        return await self.get(_text(message_id)) if message_id else None
+
+    async def finish(self, record: RunRecord) -> None:
+        mid = record.message_id
+        keys = [self._k("session-run", record.session_id), self._k("runs"), self._k("run", mid), self._k("lease", mid), self._k("stop", mid)]
+        await self.redis.eval(_FINISH, len(keys), *keys, mid)
+
+    async def request_stop(self, record: RunRecord) -> None:
+        await self.redis.set(self._k("stop", record.message_id), "1", ex=self.safety_ttl_s)
+
+    async def stop_requested(self, message_ids: list[str]) -> set[str]:
+        if not message_ids:
+            return set()
+        flags = await self.redis.mget([self._k("stop", mid) for mid in message_ids])
+        return {mid for mid, flag in zip(message_ids, flags, strict=True) if flag}
+
+    async def acquire(self, message_id: str, holder: str, ttl_s: float) -> bool:
+        return bool(await self.redis.set(self._k("lease", message_id), holder, nx=True, px=int(ttl_s * 1000)))
+
+    async def renew(self, message_id: str, holder: str, ttl_s: float) -> bool:
+        return bool(await self.redis.eval(_RENEW, 1, self._k("lease", message_id), holder, int(ttl_s * 1000)))
+
+    async def release(self, message_id: str, holder: str) -> None:
+        await self.redis.eval(_RELEASE, 1, self._k("lease", message_id), holder)
+
+    async def orphans(self) -> list[RunRecord]:
+        running = [_text(mid) for mid in await self.redis.smembers(self._k("runs"))]
+        if not running:
+            return []
+        leases = await self.redis.mget([self._k("lease", mid) for mid in running])
+        orphans: list[RunRecord] = []
+        for mid, lease in zip(running, leases, strict=True):
+            if lease:
+                continue
+            record = await self.get(mid)
+            if record is None:  # finished meanwhile, or expired by the safety timeout
+                await self.redis.srem(self._k("runs"), mid)
+            else:
+                orphans.append(record)
+        return orphans
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _dump(record: RunRecord) -> str:
+    return json.dumps(asdict(record))
+
+
+def _load(raw: object) -> RunRecord:
+    return RunRecord(**json.loads(_text(raw)))
+
+
+def now() -> float:
+    return time.time()

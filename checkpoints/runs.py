@@ -1,0 +1,360 @@
+"""RunManager: graph runs decoupled from connections (seed: qa.go setupSSEStream + AgentStreamHandler).
+
+A request starts a run as a background task and gets its ids back; the run appends every event
+to the StreamManager, where any SSE response — on any replica — reads it. The run outlives its
+client: a refresh or a dropped connection resumes from the stream.
+
+- stop: the stop route appends a `stop` event and raises the run's stop flag; the holder's stop
+  watcher (independent of any client) sets the run's cancel flag, which the graph checks between
+  stages and tokens. From that moment no further answer text is appended; a graph that has not
+  ended STOP_GRACE_S later is cancelled hard. Either way the assistant message is saved with
+  exactly the text the client was shown, marked stopped, and `complete` (data.stopped) goes last.
+- durable runs (Redis): the holder renews a lease; a replica that finds a running run without a
+  lease takes it over, resumes the graph from its last checkpoint and keeps appending to the
+  same stream through a ResumeFilter, so the client never sees text twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragline import defaults
+from ragline.checkpoints import threads
+from ragline.checkpoints.access import ConflictError, Principal
+from ragline.checkpoints.backend import Backend
+from ragline.checkpoints.registry import RunRecord
+from ragline.checkpoints.replay import Transcript
+from ragline.checkpoints.resume import ResumeFilter
+from ragline.checkpoints.sessions import Session, utcnow
+from ragline.checkpoints.streams import Event
+from ragline.checkpoints.titles import generate_title
+from ragline.graph import events
+from ragline.graph.context import RunContext
+from ragline.graph.events import ResponseType, StreamResponse
+from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnIds
+
+log = logging.getLogger(__name__)
+
+TEXT_DELTAS = (ResponseType.ANSWER.value, ResponseType.THINKING.value)
+
+
+def dump(event: StreamResponse) -> Event:
+    return event.model_dump(mode="json", exclude_none=True)
+
+
+def turn_of(record: RunRecord) -> TurnIds:
+    return TurnIds(record.session_id, record.request_id, record.user_message_id, record.assistant_message_id)
+
+
+@dataclass
+class _Run:
+    record: RunRecord
+    context: RunContext
+    transcript: Transcript = field(default_factory=Transcript)
+    resume_filter: ResumeFilter | None = None
+    task: asyncio.Task[None] | None = None
+    hard_cancelled: bool = False
+    lease_lost: bool = False
+    already_complete: bool = False
+    finishing: bool = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self.context.is_cancelled()
+
+
+class RunManager:
+    def __init__(self, backend: Backend, *, holder: str | None = None, core_services: Any = None) -> None:
+        self.backend = backend
+        self.core_services = core_services  # ragline.services.Services handed to every run
+        self.settings = backend.settings
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease_ttl_s = self.settings.run_lease_ttl_s
+        self._runs: dict[str, _Run] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._loops: list[asyncio.Task[None]] = []
+        self._closing = False
+
+    # --- lifecycle ---
+
+    async def start(self) -> None:
+        self._loops.append(asyncio.create_task(self._watch_stops(), name="stop-watcher"))
+        if self.backend.registry.durable:
+            self._loops.append(asyncio.create_task(self._recover_orphans(), name="run-recovery"))
+
+    async def aclose(self) -> None:
+        """Shut down: durable runs are left for another replica; in-process runs end stopped."""
+        self._closing = True
+        for loop in self._loops:
+            loop.cancel()
+        for run in list(self._runs.values()):
+            if run.task is not None:
+                run.task.cancel()
+            if self.backend.registry.durable:
+                with contextlib.suppress(Exception):
+                    await self.backend.registry.release(run.record.message_id, self.holder)
+        pending = [t for t in [*self._loops, *self._background, *(r.task for r in self._runs.values())] if t is not None]
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    def local_runs(self) -> int:
+        return len(self._runs)
+
+    # --- starting and stopping ---
+
+    async def submit(self, who: Principal, session: Session, request: PipelineRequest) -> RunRecord:
+        """Start a turn in the background; returns its ids. ConflictError while another turn runs."""
+        record = RunRecord(
+            session_id=session.id,
+            request_id=str(uuid.uuid4()),
+            user_message_id=str(uuid.uuid4()),
+            assistant_message_id=str(uuid.uuid4()),
+            tenant_id=who.tenant_id,
+            owner_id=who.user_id,
+            request_json=request.model_dump_json(),
+            query=request.query,
+            title_pending=self.settings.generate_titles and not session.title,
+            started_at=time.time(),
+        )
+        running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
+        if running is not None:
+            raise ConflictError(f"a reply is still being generated in this session (message {running.assistant_message_id}); stop it or wait")
+        first = events.agent_query(turn_of(record), request.query)
+        first.data = {**(first.data or {}), "title_pending": record.title_pending}
+        await self.backend.streams.append(record.session_id, record.message_id, dump(first))
+        await self.backend.sessions.patch(session.id, {"updated_at": utcnow()})
+        self._launch(record, resume=False)
+        if record.title_pending:
+            self._spawn(self._title(record))
+        return record
+
+    async def stop(self, record: RunRecord) -> None:
+        """Append the stop event and raise the flag; the holder cancels the run within 500 ms."""
+        await self.backend.streams.append(record.session_id, record.message_id, dump(events.stop(turn_of(record))))
+        await self.backend.registry.request_stop(record)
+        run = self._runs.get(record.message_id)
+        if run is not None:
+            self._cancel(run)
+
+    def _launch(self, record: RunRecord, *, resume: bool) -> None:
+        context = RunContext(
+            session_id=record.session_id,
+            request_id=record.request_id,
+            user_message_id=record.user_message_id,
+            assistant_message_id=record.assistant_message_id,
+            tenant_id=record.tenant_id,
+            cancel_event=threading.Event(),
+            services=self.core_services,
+        )
+        run = _Run(record, context)
+        self._runs[record.message_id] = run
+        run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{record.message_id}")
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _cancel(self, run: _Run) -> None:
+        if run.cancelled:
+            return
+        run.context.cancel_event.set()
+        asyncio.get_running_loop().call_later(defaults.STOP_GRACE_S, self._cancel_hard, run)
+
+    def _cancel_hard(self, run: _Run) -> None:
+        if run.task is not None and not run.task.done() and not run.finishing:
+            run.hard_cancelled = True
+            run.task.cancel()
+
+    # --- the run ---
+
+    async def _drive(self, run: _Run, *, resume: bool) -> None:
+        record = run.record
+        heartbeat = asyncio.create_task(self._heartbeat(run)) if self.backend.registry.durable else None
+        try:
+            graph_input: Any = {"request": PipelineRequest.model_validate_json(record.request_json)}
+            if resume:
+                graph_input = await self._prepare_resume(run)
+            else:  # no run holds the thread (the registry said so): clear what a dead one left pending
+                await threads.settle(self.backend.graph, record.session_id)
+            if graph_input is not _SKIP and not run.cancelled:
+                async with asyncio.timeout(defaults.RUN_MAX_S):
+                    async for chunk in self.backend.graph.astream(
+                        graph_input,
+                        threads.thread_config(record.session_id),
+                        context=run.context,
+                        stream_mode="custom",
+                        durability=self.backend.durability,
+                    ):
+                        await self._write(run, chunk)
+        except asyncio.CancelledError:
+            if run.lease_lost or (self._closing and self.backend.registry.durable):
+                self._runs.pop(record.message_id, None)
+                raise  # another replica holds (or will take over) the run
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            run.context.cancel_event.set()  # cancelled hard: a stop, or the shutdown of an in-process run
+        except Exception as exc:
+            log.exception("run %s failed", record.message_id)
+            if not run.transcript.failed:
+                await self._write(run, dump(events.error(turn_of(record), f"the pipeline failed: {exc}", code="internal")))
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+        run.finishing = True
+        try:
+            await self._finish(run)
+        finally:
+            self._runs.pop(record.message_id, None)
+
+    async def _write(self, run: _Run, event: Event, *, final: bool = False) -> None:
+        if not final:
+            if run.resume_filter is not None:
+                filtered = run.resume_filter(event)
+                if filtered is None:
+                    return
+                event = filtered
+            if run.cancelled and event.get("response_type") in TEXT_DELTAS and event.get("content"):
+                return  # the stop wins: nothing is shown after it
+        await self.backend.streams.append(run.record.session_id, run.record.message_id, event)
+        run.transcript.add(event)
+
+    async def _finish(self, run: _Run) -> None:
+        record = run.record
+        if await self.backend.sessions.get(record.session_id) is None:  # deleted while running
+            with contextlib.suppress(Exception):
+                await self.backend.checkpointer.adelete_thread(record.session_id)
+        elif not run.already_complete:
+            try:
+                await self._settle_answer(run)
+            except Exception:
+                log.exception("could not save the answer of run %s", record.message_id)
+        if not run.already_complete:
+            await self._write(run, dump(events.complete(turn_of(record), stopped=run.cancelled)), final=True)
+        await self.backend.registry.finish(record)
+        await self.backend.sessions.patch(record.session_id, {"updated_at": utcnow()})
+
+    async def _settle_answer(self, run: _Run) -> None:
+        """The saved assistant message and the client's transcript must agree."""
+        record, graph = run.record, self.backend.graph
+        shown = run.transcript
+        if run.cancelled:
+            await threads.save_answer(
+                graph,
+                session_id=record.session_id,
+                request_id=record.request_id,
+                user_message_id=record.user_message_id,
+                assistant_message_id=record.assistant_message_id,
+                query=record.query,
+                content=shown.answer,
+                references=shown.references,
+                stopped=True,
+            )
+            return
+        saved = next((m for m in await threads.messages_of(graph, record.session_id) if m.id == record.assistant_message_id), None)
+        if saved is None:
+            return  # the turn failed; the error event told the client
+        text = threads.text_of(saved)
+        if text == shown.answer:
+            return
+        turn = turn_of(record)
+        if text.startswith(shown.answer):  # the stream missed the tail (a crash right after the node)
+            await self._write(run, dump(events.answer(turn, text[len(shown.answer) :])), final=True)
+        else:
+            replace = events.answer(turn, text)
+            replace.data = {"replace": True}
+            await self._write(run, dump(replace), final=True)
+
+    # --- durability: resume, heartbeat, takeover ---
+
+    async def _prepare_resume(self, run: _Run) -> Any:
+        """What to feed the graph when taking a run over: None (continue), the request (restart), or _SKIP."""
+        record = run.record
+        entries = await self.backend.streams.read(record.session_id, record.message_id)
+        run.transcript = Transcript.of([entry.event for entry in entries])
+        run.resume_filter = ResumeFilter(run.transcript)
+        if run.transcript.complete:
+            run.already_complete = True
+            return _SKIP
+        if run.transcript.stopped or await self.backend.registry.stop_requested([record.message_id]):
+            run.context.cancel_event.set()
+            return _SKIP
+        state = await threads.snapshot(self.backend.graph, record.session_id)
+        turn = state.values.get("turn")
+        if turn is not None and turn.assistant_message_id == record.assistant_message_id:
+            return None if state.next else _SKIP
+        return {"request": PipelineRequest.model_validate_json(record.request_json)}
+
+    async def _heartbeat(self, run: _Run) -> None:
+        period = min(defaults.RUN_HEARTBEAT_S, self.lease_ttl_s / 3)
+        while True:
+            await asyncio.sleep(period)
+            try:
+                held = await self.backend.registry.renew(run.record.message_id, self.holder, self.lease_ttl_s)
+            except Exception:
+                log.warning("lease renewal of run %s failed", run.record.message_id, exc_info=True)
+                continue
+            if not held:
+                log.warning("run %s was taken over by another replica", run.record.message_id)
+                run.lease_lost = True
+                if run.task is not None:
+                    run.task.cancel()
+                return
+
+    async def _recover_orphans(self) -> None:
+        period = min(defaults.RUN_RECOVERY_POLL_S, self.lease_ttl_s / 3)
+        while True:
+            try:
+                for record in await self.backend.registry.orphans():
+                    if record.message_id in self._runs:
+                        continue
+                    if await self.backend.registry.acquire(record.message_id, self.holder, self.lease_ttl_s):
+                        log.info("taking over run %s of session %s", record.message_id, record.session_id)
+                        self._launch(record, resume=True)
+                        session = await self.backend.sessions.get(record.session_id)
+                        if record.title_pending and session is not None and not session.title:
+                            self._spawn(self._title(record))
+            except Exception:
+                log.warning("looking for orphaned runs failed", exc_info=True)
+            await asyncio.sleep(period)
+
+    async def _watch_stops(self) -> None:
+        """The stop watcher: one query per period for all runs this process holds."""
+        while True:
+            await asyncio.sleep(self.settings.stop_poll_s)
+            if not self._runs:
+                continue
+            try:
+                flagged = await self.backend.registry.stop_requested(list(self._runs))
+            except Exception:
+                log.warning("reading stop flags failed", exc_info=True)
+                continue
+            for message_id in flagged:
+                run = self._runs.get(message_id)
+                if run is not None:
+                    self._cancel(run)
+
+    # --- titles ---
+
+    async def _title(self, record: RunRecord) -> None:
+        request = PipelineRequest.model_validate_json(record.request_json)
+        title = await generate_title(record.query, request.chat_model)
+        session = await self.backend.sessions.get(record.session_id)
+        if session is None:
+            return
+        if not session.title:
+            await self.backend.sessions.patch(record.session_id, {"title": title})
+        else:
+            title = session.title
+        await self.backend.streams.append(record.session_id, record.message_id, dump(events.session_title(turn_of(record), title)))
+
+
+_SKIP = object()

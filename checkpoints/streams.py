@@ -1,0 +1,253 @@
+"""StreamManager: the append-only event log of one answer (seed: internal/stream).
+
+A run appends every event it emits to the log keyed by (session id, assistant message id); SSE
+responses read it from an offset. Two operations and a blocking wait:
+
+- `append(session, message, event) -> entry id`
+- `read(session, message, after=None) -> entries after that id` (all of them when None)
+- `wait(session, message, after, timeout) -> entries after that id`, blocking until there are some
+  or the timeout passes (readers never poll).
+
+Entry ids increase within a log and are opaque to callers: an integer per log in process, the
+Redis Streams id (`<ms>-<seq>`) in Redis. Logs expire STREAM_TTL_S after their last event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from redis.asyncio import Redis
+
+from ragline import defaults
+
+Event = dict[str, Any]
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StreamEntry:
+    id: str
+    event: Event
+
+
+class StreamManager(Protocol):
+    async def append(self, session_id: str, message_id: str, event: Event) -> str: ...
+
+    async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]: ...
+
+    async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]: ...
+
+    def valid_id(self, entry_id: str) -> bool: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class _Log:
+    entries: list[StreamEntry] = field(default_factory=list)
+    last_append: float = 0.0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class MemoryStreamManager:
+    """One process: a list per answer and an asyncio.Event that wakes its readers on append."""
+
+    def __init__(self, ttl_s: float = defaults.STREAM_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._logs: dict[tuple[str, str], _Log] = {}
+        self._last_sweep = time.monotonic()
+
+    def valid_id(self, entry_id: str) -> bool:
+        return entry_id.isdigit() and len(entry_id) < 19
+
+    async def append(self, session_id: str, message_id: str, event: Event) -> str:
+        now = time.monotonic()
+        self._sweep(now)
+        log = self._logs.setdefault((session_id, message_id), _Log())
+        entry = StreamEntry(str(len(log.entries) + 1), event)
+        log.entries.append(entry)
+        log.last_append = now
+        woken, log.changed = log.changed, asyncio.Event()
+        woken.set()
+        return entry.id
+
+    async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]:
+        log = self._logs.get((session_id, message_id))
+        if log is None:
+            return []
+        return log.entries[int(after or 0) :]
+
+    async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]:
+        log = self._logs.setdefault((session_id, message_id), _Log(last_append=time.monotonic()))
+        entries = log.entries[int(after or 0) :]
+        if entries:
+            return entries
+        changed = log.changed
+        try:
+            await asyncio.wait_for(changed.wait(), timeout)
+        except TimeoutError:
+            return []
+        return log.entries[int(after or 0) :]
+
+    def _sweep(self, now: float) -> None:
+        if now - self._last_sweep < 60:
+            return
+        self._last_sweep = now
+        for key in [k for k, log in self._logs.items() if now - log.last_append > self.ttl_s]:
+            del self._logs[key]
+
+    async def aclose(self) -> None:
+        self._logs.clear()
+
+
+_REDIS_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+LINGER_S = 2.0  # a stream stays in the shared XREAD this long after its last waiter, so re-waiting costs no wake-up
+
+
+class RedisStreamManager:
+    """Several replicas: one Redis Stream per answer (XADD / XRANGE / XREAD BLOCK), TTL refreshed on append.
+
+    Blocked readers share one connection: a single XREAD BLOCK per process covers every stream
+    that has a waiting reader here, and a per-process wake-up stream in the same XREAD makes it
+    pick up newly waiting readers at once. A process holding thousands of SSE streams thus holds
+    one blocking Redis connection, not thousands.
+    """
+
+    def __init__(self, redis: Redis, *, prefix: str = "ragline:stream", ttl_s: float = defaults.STREAM_TTL_S) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.ttl_s = int(ttl_s)
+        self._waiters: dict[str, list[tuple[str, asyncio.Future[list[StreamEntry]]]]] = {}
+        self._cursor: dict[str, str] = {}  # last entry id delivered, per stream
+        self._last_waited: dict[str, float] = {}  # when a reader last waited on the stream
+        self._blocking: dict[str, str] = {}  # the streams and positions of the XREAD in flight
+        self._wake_key = f"{prefix}-wake:{uuid.uuid4().hex}"
+        self._wake_id = "0-0"
+        self._reader: asyncio.Task[None] | None = None
+
+    def key(self, session_id: str, message_id: str) -> str:
+        return f"{self.prefix}:{session_id}:{message_id}"
+
+    def valid_id(self, entry_id: str) -> bool:
+        return bool(_REDIS_ID.match(entry_id))
+
+    async def append(self, session_id: str, message_id: str, event: Event) -> str:
+        key = self.key(session_id, message_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(key, {"e": json.dumps(event, ensure_ascii=False, separators=(",", ":"))})
+            pipe.expire(key, self.ttl_s)
+            entry_id, _ = await pipe.execute()
+        return _text(entry_id)
+
+    async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]:
+        start = f"({after}" if after else "-"
+        rows = await self.redis.xrange(self.key(session_id, message_id), min=start, max="+")
+        return [_entry(entry_id, fields) for entry_id, fields in rows]
+
+    async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]:
+        entries = await self.read(session_id, message_id, after)
+        if entries:
+            return entries
+        key, position = self.key(session_id, message_id), after or "0-0"
+        future: asyncio.Future[list[StreamEntry]] = asyncio.get_running_loop().create_future()
+        waiter = (position, future)
+        self._waiters.setdefault(key, []).append(waiter)
+        self._last_waited[key] = time.monotonic()
+        self._ensure_reader()
+        in_flight = self._blocking.get(key)
+        if in_flight is None or _id_key(position) < _id_key(in_flight):  # the XREAD in flight would miss it
+            await self.redis.xadd(self._wake_key, {"w": "1"}, maxlen=10, approximate=True)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            return []
+        finally:
+            waiting = self._waiters.get(key, [])
+            if waiter in waiting:
+                waiting.remove(waiter)
+            if not waiting:
+                self._waiters.pop(key, None)
+
+    def _ensure_reader(self) -> None:
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.create_task(self._read_for_waiters(), name="stream-multiplexer")
+
+    def _positions(self) -> dict[str, str]:
+        """Where the next XREAD starts, per stream: its waiters' earliest position, or — for a stream
+        whose reader is between two waits (it lingers LINGER_S) — the last entry delivered."""
+        now = time.monotonic()
+        for key in [k for k, t in self._last_waited.items() if k not in self._waiters and now - t > LINGER_S]:
+            self._last_waited.pop(key, None)
+            self._cursor.pop(key, None)
+        positions = {key: self._cursor[key] for key in self._last_waited if key in self._cursor}
+        for key, waiting in self._waiters.items():
+            positions[key] = min((after for after, _ in waiting), key=_id_key)
+        return positions
+
+    async def _read_for_waiters(self) -> None:
+        """The one blocking reader: XREAD on every waited-for stream plus the wake-up stream."""
+        while True:
+            positions = self._positions()
+            if not positions:
+                return
+            self._blocking = positions
+            try:
+                reply = await self.redis.xread({self._wake_key: self._wake_id, **positions}, block=5000)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("blocking stream read failed; retrying", exc_info=True)
+                await asyncio.sleep(0.1)
+                continue
+            finally:
+                self._blocking = {}
+            for key, rows in _xread_rows(reply):
+                if key == self._wake_key:
+                    self._wake_id = _text(rows[-1][0])
+                    continue
+                entries = [_entry(entry_id, fields) for entry_id, fields in rows]
+                self._cursor[key] = entries[-1].id
+                for waiter in list(self._waiters.get(key, [])):
+                    after, future = waiter
+                    fresh = [e for e in entries if _id_key(e.id) > _id_key(after)]
+                    if fresh and not future.done():
+                        future.set_result(fresh)
+                        self._waiters[key].remove(waiter)
+                if not self._waiters.get(key):
+                    self._waiters.pop(key, None)
+
+    async def aclose(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+        with contextlib.suppress(Exception):
+            await self.redis.delete(self._wake_key)
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _xread_rows(reply: Any) -> list[tuple[str, list[Any]]]:
+    if not reply:
+        return []
+    if isinstance(reply, dict):  # RESP3
+        return [(_text(key), value[0] if value and isinstance(value[0], list) else value) for key, value in reply.items()]
+    return [(_text(key), rows) for key, rows in reply]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _entry(entry_id: Any, fields: dict[Any, Any]) -> StreamEntry:
+    raw = fields.get("e", fields.get(b"e"))
+    return StreamEntry(_text(entry_id), json.loads(raw))

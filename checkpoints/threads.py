@@ -1,0 +1,116 @@
+"""A session's conversation as a LangGraph thread: read it, edit it, travel in its history.
+
+Edits go through `update_state`, so every change is a new checkpoint and the earlier ones stay in
+the history (fork and rewind read it). An edit is written as if the graph's `fallback` node made
+it: that node's only edge goes to END, so the thread stays at rest after the edit. A thread left
+with pending tasks (a run cancelled hard mid-node) is settled first: its pending tasks cleared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+from langgraph.graph import END
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
+
+from ragline.graph.builder import FALLBACK
+
+
+def thread_config(session_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    configurable = {"thread_id": session_id}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def text_of(message: AnyMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+async def snapshot(graph: CompiledStateGraph, session_id: str) -> StateSnapshot:
+    return await graph.aget_state(thread_config(session_id))
+
+
+async def messages_of(graph: CompiledStateGraph, session_id: str) -> list[AnyMessage]:
+    return list((await snapshot(graph, session_id)).values.get("messages", []))
+
+
+async def settle(graph: CompiledStateGraph, session_id: str) -> None:
+    """Clear the pending tasks a hard-cancelled or crashed run left on the thread."""
+    state = await snapshot(graph, session_id)
+    if state.next:
+        await graph.aupdate_state(thread_config(session_id), None, as_node=END)
+
+
+async def edit_messages(graph: CompiledStateGraph, session_id: str, updates: Sequence[AnyMessage]) -> None:
+    await settle(graph, session_id)
+    await graph.aupdate_state(thread_config(session_id), {"messages": list(updates)}, as_node=FALLBACK)
+
+
+async def remove_messages(graph: CompiledStateGraph, session_id: str, message_ids: Sequence[str]) -> None:
+    if message_ids:
+        await edit_messages(graph, session_id, [RemoveMessage(id=message_id) for message_id in message_ids])
+
+
+async def clear_messages(graph: CompiledStateGraph, session_id: str) -> None:
+    await edit_messages(graph, session_id, [RemoveMessage(id=REMOVE_ALL_MESSAGES)])
+
+
+async def find_snapshot(graph: CompiledStateGraph, session_id: str, message_id: str) -> StateSnapshot | None:
+    """The latest checkpoint at rest (no pending task) whose conversation ends with `message_id`.
+
+    A checkpoint with pending tasks would not do: restoring it applies the writes its finished
+    tasks had already made, i.e. the messages that came after."""
+    async for state in graph.aget_state_history(thread_config(session_id)):
+        messages = state.values.get("messages") or []
+        if messages and messages[-1].id == message_id and not state.next:
+            return state
+    return None
+
+
+async def restore(graph: CompiledStateGraph, session_id: str, state: StateSnapshot) -> None:
+    """Make an earlier checkpoint the thread's head again (a new checkpoint forked from it)."""
+    await graph.aupdate_state(state.config, None, as_node=END)
+
+
+async def save_answer(
+    graph: CompiledStateGraph,
+    *,
+    session_id: str,
+    request_id: str,
+    user_message_id: str,
+    assistant_message_id: str,
+    query: str,
+    content: str,
+    references: list[dict[str, Any]],
+    stopped: bool,
+) -> None:
+    """Write the assistant message of a turn that did not end normally (stopped, cancelled).
+
+    Replaces a message with the same id; adds the user message too when the run was cancelled
+    before its first checkpoint recorded it.
+    """
+    existing = {m.id: m for m in await messages_of(graph, session_id)}
+    updates: list[AnyMessage] = []
+    if user_message_id not in existing:
+        updates.append(HumanMessage(content=query, id=user_message_id, additional_kwargs={"request_id": request_id, "images": []}))
+    previous = existing.get(assistant_message_id)
+    if (
+        previous is not None
+        and text_of(previous) == content
+        and bool(previous.additional_kwargs.get("stopped")) == stopped
+        and not updates
+    ):
+        await settle(graph, session_id)
+        return
+    kwargs = dict(previous.additional_kwargs) if previous is not None else {"truncated": False}
+    kwargs.update({"request_id": request_id, "stopped": stopped, "references": references or kwargs.get("references", [])})
+    updates.append(AIMessage(content=content, id=assistant_message_id, additional_kwargs=kwargs))
+    await edit_messages(graph, session_id, updates)

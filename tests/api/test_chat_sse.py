@@ -1,0 +1,133 @@
+"""knowledge-chat / chat over SSE: event order, ids, titles, Last-Event-ID resume, continue-stream."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from tests.api.live import answer_of, collect, frames, new_session, types
+from tests.scripted_model import Reply
+
+ASK = {"query": "What is the capital of France?", "rewrite_enabled": False}
+WORDS = " ".join(f"w{i}" for i in range(30))
+
+
+def title_request(body: dict) -> bool:
+    return "short title" in str(body.get("messages"))
+
+
+async def test_the_answer_streams_with_agent_query_first_and_complete_last(client, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("Paris is the capital."))
+    sid = await new_session(client, title="Geography")
+    got = await collect(client, "POST", f"/api/v1/sessions/{sid}/knowledge-chat", json=ASK)
+    assert types(got)[0] == "agent_query" and types(got)[-1] == "complete"
+    first = got[0].event
+    assert first["session_id"] == sid and first["assistant_message_id"]
+    assert all(f.id.startswith(first["assistant_message_id"] + ":") for f in got)
+    assert [int(f.entry) for f in got] == sorted(int(f.entry) for f in got)
+    assert answer_of(got) == "Paris is the capital."
+    assert "session_title" not in types(got)  # the session had a title
+
+
+async def test_a_new_session_gets_its_title_as_an_event_before_the_stream_ends(client, scripted_model):
+    scripted_model.on(title_request, Reply.text("Capital of France"))
+    scripted_model.on(lambda b: True, Reply.text("Paris."))
+    sid = await new_session(client)
+    got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+    titles = [f.event["content"] for f in got if f.type == "session_title"]
+    assert titles == ["Capital of France"]
+    assert (await client.get(f"/api/v1/sessions/{sid}")).json()["title"] == "Capital of France"
+
+
+async def test_a_client_that_drops_and_reconnects_with_last_event_id_gets_exactly_the_rest(client, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text(WORDS, chunk_delay=0.02))
+    sid = await new_session(client, title="t")
+    url = f"/api/v1/sessions/{sid}/knowledge-chat"
+    head = await collect(client, "POST", url, json=ASK, limit=6)
+    tail = await collect(client, "POST", url, headers={"Last-Event-ID": head[-1].id})  # the reconnect resends the POST
+    assert tail[0].event["response_type"] != "agent_query"
+    entries = [int(f.entry) for f in head + tail]
+    assert entries == list(range(1, len(entries) + 1))  # nothing lost, nothing twice
+    assert answer_of(head + tail) == WORDS and types(tail)[-1] == "complete"
+    messages = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]  # the reconnect asked nothing new
+
+
+async def test_continue_stream_replays_coalesced_then_follows_live(client, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text(WORDS, chunk_delay=0.03))
+    sid = await new_session(client, title="t")
+    head = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK, limit=12)
+    message_id = head[0].event["assistant_message_id"]
+    replay = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", params={"message_id": message_id})
+    assert answer_of(replay) == WORDS and types(replay)[-1] == "complete"
+    full = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", params={"message_id": message_id})
+    assert types(full).count("answer") <= 2  # a finished answer replays as one frame (+ its done marker)
+    assert answer_of(full) == WORDS
+
+
+async def test_continue_stream_with_last_event_id_continues_after_it(client, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("one two three four"))
+    sid = await new_session(client, title="t")
+    got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+    rest = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", headers={"Last-Event-ID": got[2].id})
+    assert [f.id for f in rest] == [f.id for f in got[3:]]
+
+
+async def test_quiet_streams_get_heartbeat_comments(client, scripted_model):
+    scripted_model.on(lambda b: True, Reply(chunks=["late"], chunk_delay=1.5))
+    sid = await new_session(client, title="t")
+    lines: list[str] = []
+    async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json=ASK) as response:
+        async for line in response.aiter_lines():
+            lines.append(line)
+    assert ": ping" in lines  # the test server beats every second
+    assert lines[0].startswith("retry:")
+
+
+async def test_a_second_question_while_one_runs_is_refused(client, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text(WORDS, chunk_delay=0.03))
+    sid = await new_session(client, title="t")
+    url = f"/api/v1/sessions/{sid}/chat"
+    async with client.stream("POST", url, json=ASK) as response:
+        first = await anext(frames(response))
+        second = await client.post(url, json=ASK)
+        assert second.status_code == 409 and first.event["assistant_message_id"] in second.json()["error"]["message"]
+    await client.post(f"/api/v1/sessions/{sid}/stop", json={})
+
+
+async def test_bad_questions_are_4xx_with_a_message(client, scripted_model):
+    sid = await new_session(client, title="t")
+    url = f"/api/v1/sessions/{sid}/chat"
+    cases = [
+        (await client.post(url, content=b"{not json"), 400),
+        (await client.post(url, json={"query": ""}), 422),
+        (await client.post(url, json={"query": "q", "no_such_option": 1}), 422),
+        (await client.post(url, json={"query": "q", "summary": {"temperature": 9}}), 422),
+        (await client.post(url, json=["q"]), 422),
+        (await client.post(url, json={"query": "q", "knowledge_base_ids": ["kb"]}), 400),  # chat has no knowledge
+        (await client.post(url, json=ASK, headers={"Last-Event-ID": "garbage"}), 400),
+        (await client.post("/api/v1/sessions/nope/chat", json=ASK), 404),
+    ]
+    for response, status in cases:
+        assert response.status_code == status, response.text
+        assert response.json()["error"]["message"]
+
+
+async def test_the_run_goes_on_when_the_client_leaves(client, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("left but finished", chunk_delay=0.05))
+    sid = await new_session(client, title="t")
+    await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK, limit=1)
+    for _ in range(100):
+        items = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+        if items[-1]["is_completed"]:
+            break
+        await asyncio.sleep(0.05)
+    assert items[-1]["content"] == "left but finished" and items[-1]["is_completed"]
+
+
+async def test_unknown_routes_and_methods_answer_json(client: httpx.AsyncClient, scripted_model):
+    missing = await client.get("/api/v1/nothing-here")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    wrong = await client.put("/api/v1/sessions")
+    assert wrong.status_code == 405

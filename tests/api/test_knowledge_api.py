@@ -1,0 +1,163 @@
+"""Knowledge over HTTP: knowledge bases, documents, chunks, FAQ, hybrid search, a cited answer,
+and tenant isolation on every knowledge route. Uses the real local embedder (vectors cached)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from ragline.api.app import ROUTES, create_app
+from ragline.models.embeddings import Embedder, EmbeddingCache
+from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.stack import RetrievalStack
+from tests.api.live import ThreadServer, collect, memory_settings, types
+from tests.scripted_model import Reply
+
+KEYS = {"key-a": "acme", "key-b": "globex"}
+V1 = "/api/v1"
+WARRANTY = "The Aurora kettle has a warranty of two years. Keep the receipt to claim the warranty."
+DESCALING = "Descale the Aurora kettle every month with citric acid to remove limescale."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[ThreadServer]:
+    root = tmp_path_factory.mktemp("kb-api")
+    embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(root / "embeddings.sqlite"))
+
+    def stack() -> RetrievalStack:
+        return RetrievalStack.build(root / "retrieval", embedder, RetrievalSettings(data_dir=root / "retrieval", redis_url=None, chroma_url=None))
+
+    live = ThreadServer(create_app(memory_settings(api_keys=KEYS), retrieval_factory=stack)).start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+async def acme(server, scripted_model) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=120, headers={"X-API-Key": "key-a"}) as client:
+        yield client
+
+
+@pytest.fixture
+async def globex(server, scripted_model) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=120, headers={"X-API-Key": "key-b"}) as client:
+        yield client
+
+
+async def kettle_kb(client: httpx.AsyncClient, name: str) -> tuple[str, str]:
+    created = await client.post(f"{V1}/knowledge-bases", json={"name": name, "description": "kettle manual"})
+    assert created.status_code == 201, created.text
+    kb = created.json()["id"]
+    doc = await client.post(f"{V1}/knowledge-bases/{kb}/documents/text", json={"text": WARRANTY, "title": "Warranty"})
+    assert doc.status_code == 201, doc.text
+    upload = await client.post(f"{V1}/knowledge-bases/{kb}/documents", files={"file": ("descaling.md", DESCALING.encode(), "text/markdown")})
+    assert upload.status_code == 201, upload.text
+    return kb, doc.json()["id"]
+
+
+async def test_documents_are_added_listed_chunked_searched_reparsed_and_deleted(acme):
+    kb, doc = await kettle_kb(acme, "kettle")
+    titles = sorted(d["title"] for d in (await acme.get(f"{V1}/knowledge-bases/{kb}/documents")).json()["items"])
+    assert titles == ["Warranty", "descaling"]
+    chunks = (await acme.get(f"{V1}/knowledge-bases/{kb}/documents/{doc}/chunks")).json()["items"]
+    assert chunks and "two years" in chunks[0]["content"]
+    found = await acme.post(f"{V1}/knowledge-bases/search", json={"query": "how long is the warranty", "knowledge_base_ids": [kb]})
+    assert found.status_code == 200 and found.json()["items"][0]["knowledge_id"] == doc
+    assert (await acme.post(f"{V1}/knowledge-bases/{kb}/documents/{doc}/reparse")).status_code == 200
+    assert (await acme.delete(f"{V1}/knowledge-bases/{kb}/documents/{doc}")).status_code == 204
+    assert (await acme.get(f"{V1}/knowledge-bases/{kb}/documents/{doc}/chunks")).status_code == 404
+    renamed = await acme.patch(f"{V1}/knowledge-bases/{kb}", json={"name": "kettle-2"})
+    assert renamed.json()["name"] == "kettle-2"
+    assert (await acme.delete(f"{V1}/knowledge-bases/{kb}")).status_code == 204
+    assert (await acme.get(f"{V1}/knowledge-bases/{kb}")).status_code == 404
+
+
+async def test_bad_knowledge_input_is_4xx(acme):
+    kb, _ = await kettle_kb(acme, "kettle-bad-input")
+    cases = [
+        (await acme.post(f"{V1}/knowledge-bases", json={"name": ""}), 422),
+        (await acme.post(f"{V1}/knowledge-bases", json={"name": "kettle-bad-input"}), 409),
+        (await acme.post(f"{V1}/knowledge-bases", json={"name": "x", "type": "video"}), 422),
+        (await acme.post(f"{V1}/knowledge-bases/{kb}/documents", files={"file": ("movie.mp4", b"\x00", "video/mp4")}), 400),
+        (await acme.post(f"{V1}/knowledge-bases/{kb}/documents", json={"text": "not multipart"}), 400),
+        (await acme.post(f"{V1}/knowledge-bases/{kb}/faq", json={"entries": [{"standard_question": "q", "answers": ["a"]}]}), 400),
+        (await acme.post(f"{V1}/knowledge-bases/search", json={"query": "q", "knowledge_base_ids": []}), 422),
+        (await acme.post(f"{V1}/knowledge-bases/search", json={"query": "q", "knowledge_base_ids": ["nope"]}), 404),
+    ]
+    for response, status in cases:
+        assert response.status_code == status, response.text
+        assert response.json()["error"]["message"]
+
+
+async def test_faq_entries_are_upserted_imported_and_listed(acme):
+    created = await acme.post(f"{V1}/knowledge-bases", json={"name": "kettle-faq", "type": "faq"})
+    kb = created.json()["id"]
+    entries = [{"standard_question": "Is the kettle dishwasher safe?", "answers": ["No, wipe it clean."]}]
+    assert (await acme.post(f"{V1}/knowledge-bases/{kb}/faq", json={"entries": entries})).status_code == 200
+    rows = json.dumps([{"standard_question": "What voltage does it use?", "answers": ["230 V"]}, {"answers": ["orphan"]}])
+    dry = await acme.post(f"{V1}/knowledge-bases/{kb}/faq/import", params={"dry_run": "true"}, files={"file": ("faq.json", rows.encode())})
+    assert dry.json()["accepted"] == 1 and len(dry.json()["rejected"]) == 1 and dry.json()["imported"] == 0
+    real = await acme.post(f"{V1}/knowledge-bases/{kb}/faq/import", files={"file": ("faq.json", rows.encode())})
+    assert real.json()["imported"] == 1
+    listed = (await acme.get(f"{V1}/knowledge-bases/{kb}/faq")).json()["items"]
+    assert sorted(e["standard_question"] for e in listed) == ["Is the kettle dishwasher safe?", "What voltage does it use?"]
+
+
+async def test_knowledge_chat_sends_the_references_before_the_answer(acme, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("Two years."))
+    kb, _ = await kettle_kb(acme, "kettle-chat")
+    sid = (await acme.post(f"{V1}/sessions", json={"title": "kettle"})).json()["id"]
+    question = {"query": "How long is the kettle warranty?", "knowledge_base_ids": [kb], "rewrite_enabled": False}
+    got = await collect(acme, "POST", f"{V1}/sessions/{sid}/knowledge-chat", json=question)
+    kinds = types(got)
+    assert kinds[0] == "agent_query" and kinds[-1] == "complete"
+    assert "references" in kinds and kinds.index("references") < kinds.index("answer")
+    references = next(f.event["knowledge_references"] for f in got if f.type == "references")
+    assert any("two years" in r.get("content", "") for r in references)
+
+
+def knowledge_requests(kb: str, doc: str) -> list[tuple[str, str, dict]]:
+    base = f"{V1}/knowledge-bases/{kb}"
+    return [
+        ("GET", base, {}),
+        ("PATCH", base, {"json": {"name": "stolen"}}),
+        ("DELETE", base, {}),
+        ("GET", f"{base}/documents", {}),
+        ("POST", f"{base}/documents", {"files": {"file": ("x.txt", b"planted")}}),
+        ("POST", f"{base}/documents/text", {"json": {"text": "planted"}}),
+        ("DELETE", f"{base}/documents/{doc}", {}),
+        ("POST", f"{base}/documents/{doc}/reparse", {}),
+        ("GET", f"{base}/documents/{doc}/chunks", {}),
+        ("GET", f"{base}/faq", {}),
+        ("POST", f"{base}/faq", {"json": {"entries": [{"standard_question": "q", "answers": ["a"]}]}}),
+        ("POST", f"{base}/faq/import", {"files": {"file": ("f.json", b"[]")}}),
+    ]
+
+
+def test_the_isolation_table_covers_every_knowledge_base_route():
+    covered = {(m, p.replace("KB", "{kb_id}").replace("DOC", "{document_id}")) for m, p, _ in knowledge_requests("KB", "DOC")}
+    routes = {(m, r.path) for r in ROUTES for m in (r.methods or ()) if m != "HEAD" and "{kb_id}" in r.path}
+    assert routes == covered
+
+
+async def test_another_tenant_reaches_no_knowledge_base_of_ours(acme, globex):
+    kb, doc = await kettle_kb(acme, "kettle-private")
+    for method, url, kwargs in knowledge_requests(kb, doc):
+        response = await globex.request(method, url, **kwargs)
+        assert response.status_code == 404, (method, url, response.status_code, response.text)
+        assert "two years" not in response.text
+    assert kb not in [k["id"] for k in (await globex.get(f"{V1}/knowledge-bases")).json()["items"]]
+    search = await globex.post(f"{V1}/knowledge-bases/search", json={"query": "warranty", "knowledge_base_ids": [kb]})
+    assert search.status_code == 404
+    by_document = await globex.post(f"{V1}/knowledge-bases/search", json={"query": "warranty", "knowledge_base_ids": ["x"], "knowledge_ids": [doc]})
+    assert by_document.status_code == 404
+    sid = (await globex.post(f"{V1}/sessions", json={"title": "spy"})).json()["id"]
+    for question in ({"query": "warranty?", "knowledge_base_ids": [kb]}, {"query": "warranty?", "knowledge_ids": [doc]},
+                     {"query": "warranty?", "search_targets": [{"knowledge_base_id": kb}]}):
+        asked = await globex.post(f"{V1}/sessions/{sid}/knowledge-chat", json=question)
+        assert asked.status_code == 404, asked.text
+    mine = (await acme.get(f"{V1}/knowledge-bases/{kb}/documents")).json()["items"]
+    assert len(mine) == 2  # nothing was planted or deleted

@@ -1,0 +1,106 @@
+"""Several replicas on one Redis: exact resume across replicas, stop from another process, and a
+run that survives the SIGKILL of its process. Each replica is `ragline serve` in a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.api.live import ProcessServer, answer_of, collect, frames, types
+from tests.redis_server import RedisServer
+from tests.scripted_model import Reply, ScriptedModel
+
+ASK = {"query": "Tell me about durable runs", "rewrite_enabled": False}
+WORDS = " ".join(f"word{i}" for i in range(40))
+
+
+def replica_env(redis: RedisServer, model: ScriptedModel, data_dir: str) -> dict[str, str]:
+    return {
+        "RAGLINE_REDIS_URL": redis.url,
+        "RAGLINE_DATA_DIR": data_dir,
+        "RAGLINE_CHAT_MODEL": "openai/scripted",
+        "RAGLINE_CHAT_API_BASE": model.base_url,
+        "RAGLINE_CHAT_API_KEY": "k",
+        "RAGLINE_RUN_LEASE_TTL_S": "1.5",  # a dead replica's runs are taken over quickly
+        "RAGLINE_SSE_HEARTBEAT_S": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+@pytest.fixture(scope="module")
+def env(redis_server: RedisServer, scripted_server: ScriptedModel, tmp_path_factory) -> dict[str, str]:
+    redis_server.flush()
+    return replica_env(redis_server, scripted_server, str(tmp_path_factory.mktemp("replicas")))
+
+
+@pytest.fixture(scope="module")
+def replicas(env, tmp_path_factory) -> Iterator[list[ProcessServer]]:
+    logs = tmp_path_factory.mktemp("replica-logs")
+    servers = [ProcessServer(env, log=logs / f"{name}.log").start() for name in ("a", "b")]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+async def new_session(url: str) -> str:
+    async with httpx.AsyncClient(base_url=url) as client:
+        return (await client.post("/api/v1/sessions", json={"title": "durable"})).json()["id"]
+
+
+async def test_a_client_resumes_on_another_replica_with_exactly_the_rest(replicas, scripted_model):
+    a, b = replicas
+    scripted_model.on(lambda body: True, Reply.text(WORDS, chunk_delay=0.02))
+    sid = await new_session(a.url)
+    async with httpx.AsyncClient(base_url=a.url, timeout=30) as to_a, httpx.AsyncClient(base_url=b.url, timeout=30) as to_b:
+        head = await collect(to_a, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK, limit=8)
+        tail = await collect(to_b, "GET", f"/api/v1/sessions/{sid}/continue-stream", headers={"Last-Event-ID": head[-1].id})
+        assert [f.id for f in head + tail] == list(dict.fromkeys(f.id for f in head + tail))
+        assert answer_of(head + tail) == WORDS and types(tail)[-1] == "complete"
+        replay = await collect(to_b, "GET", f"/api/v1/sessions/{sid}/continue-stream",
+                               params={"message_id": head[0].event["assistant_message_id"]})
+        assert answer_of(replay) == WORDS and types(replay).count("answer") <= 2  # coalesced
+
+
+async def test_a_stop_sent_to_another_replica_cancels_the_run_and_keeps_the_partial_answer(replicas, scripted_model):
+    a, b = replicas
+    scripted_model.on(lambda body: True, Reply(chunks=[f"w{i} " for i in range(200)], chunk_delay=0.05))
+    sid = await new_session(a.url)
+    got = []
+    async with httpx.AsyncClient(base_url=a.url, timeout=30) as to_a, httpx.AsyncClient(base_url=b.url, timeout=30) as to_b:
+        async with to_a.stream("POST", f"/api/v1/sessions/{sid}/chat", json=ASK) as response:
+            async for frame in frames(response):
+                got.append(frame)
+                if types(got).count("answer") == 3 and "stop" not in types(got):
+                    stopped = await to_b.post(f"/api/v1/sessions/{sid}/stop", json={})
+                    assert stopped.json()["stopped"] is True
+        assert "stop" in types(got) and got[-1].event["data"] == {"stopped": True}
+        shown = answer_of(got)
+        assert 0 < len(shown.split()) < 100  # far from the 200 words the model would have sent
+        messages = (await to_b.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+        assert messages[-1]["stopped"] is True and messages[-1]["content"] == shown
+
+
+async def test_a_run_whose_server_is_killed_completes_with_no_lost_or_repeated_text(env, replicas, scripted_model, tmp_path):
+    victim = replicas[0]
+    scripted_model.on(lambda body: True, Reply.text(WORDS, chunk_delay=0.08))
+    sid = await new_session(victim.url)
+    async with httpx.AsyncClient(base_url=victim.url, timeout=30) as to_victim:
+        head = await collect(to_victim, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK, limit=10)
+    victim.kill()  # mid-answer: no shutdown code runs, its lease is left to expire
+    replicas[0] = restarted = ProcessServer(env, port=victim.port, log=tmp_path / "restarted.log").start()
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=60) as client:
+        # the browser reconnects to the same address; the run was taken over by a live replica
+        tail = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", headers={"Last-Event-ID": head[-1].id})
+        assert answer_of(head + tail) == WORDS  # nothing lost, nothing twice
+        assert types(tail)[-1] == "complete" and "replace" not in str([f.event.get("data") for f in tail])
+        for _ in range(50):  # the replica that took over records the answer when the run completes
+            messages = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+            if messages[-1]["is_completed"]:
+                break
+            await asyncio.sleep(0.1)
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+        assert messages[-1]["content"] == WORDS and not messages[-1]["stopped"]
+    assert sum(1 for body in scripted_model.requests if body.get("stream")) == 2  # the answer was generated again

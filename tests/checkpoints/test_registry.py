@@ -1,0 +1,69 @@
+"""The run registry: one run per session, stop flags, leases and takeover of orphaned runs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ragline.checkpoints.registry import MemoryRunRegistry, RedisRunRegistry, RunRecord
+from tests.redis_server import fresh_redis
+
+
+def record(session: str = "s1", message: str = "m1") -> RunRecord:
+    return RunRecord(session, "r", "u", message, "t", "o", "{}", "q")
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def registry(request):
+    if request.param == "memory":
+        yield MemoryRunRegistry()
+        return
+    async with fresh_redis(request.getfixturevalue("redis_server")) as redis:
+        yield RedisRunRegistry(redis)
+
+
+async def test_a_session_runs_one_turn_at_a_time(registry):
+    assert await registry.begin(record("s1", "m1"), "A", 5) is None
+    running = await registry.begin(record("s1", "m2"), "A", 5)
+    assert running is not None and running.assistant_message_id == "m1"
+    assert await registry.begin(record("s2", "m3"), "A", 5) is None
+    await registry.finish(record("s1", "m1"))
+    assert await registry.running_in("s1") is None
+    assert await registry.begin(record("s1", "m2"), "A", 5) is None
+
+
+async def test_a_stop_flag_is_seen_by_the_holder(registry):
+    await registry.begin(record(), "A", 5)
+    assert await registry.stop_requested(["m1"]) == set()
+    await registry.request_stop(record())
+    assert await registry.stop_requested(["m1", "other"]) == {"m1"}
+    await registry.finish(record())
+    assert await registry.stop_requested(["m1"]) == set()
+
+
+async def test_only_the_holder_renews_a_lease(redis):
+    registry = RedisRunRegistry(redis)
+    await registry.begin(record(), "A", 5)
+    assert await registry.renew("m1", "A", 5)
+    assert not await registry.renew("m1", "B", 5)
+    assert not await registry.acquire("m1", "B", 5)
+
+
+async def test_a_run_whose_lease_expired_is_an_orphan_taken_over_once(redis):
+    registry = RedisRunRegistry(redis)
+    await registry.begin(record(), "A", 0.1)
+    await asyncio.sleep(0.25)
+    assert [r.assistant_message_id for r in await registry.orphans()] == ["m1"]
+    assert await registry.acquire("m1", "B", 5)
+    assert not await registry.acquire("m1", "C", 5)
+    assert await registry.orphans() == []
+    assert not await registry.renew("m1", "A", 5)  # the old holder learns it lost the run
+
+
+async def test_a_late_heartbeat_takes_back_an_expired_lease_nobody_took(redis):
+    registry = RedisRunRegistry(redis)
+    await registry.begin(record(), "A", 0.1)
+    await asyncio.sleep(0.25)
+    assert await registry.renew("m1", "A", 5)
+    assert await registry.orphans() == []
