@@ -128,8 +128,7 @@ class RunManager:
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:
             raise ConflictError(f"a reply is still being generated in this session (message {running.assistant_message_id}); stop it or wait")
-        first = events.agent_query(turn_of(record), request.query)
-        first.data = {**(first.data or {}), "title_pending": record.title_pending}
+        first = events.agent_query(turn_of(record), request.query, title_pending=record.title_pending)
         await self.backend.streams.append(record.session_id, record.message_id, dump(first))
         await self.backend.sessions.patch(session.id, {"updated_at": utcnow()})
         self._launch(record, resume=False)

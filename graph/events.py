@@ -71,8 +71,12 @@ def _base(turn: TurnIds, kind: ResponseType, **fields: Any) -> StreamResponse:
     )
 
 
-def agent_query(turn: TurnIds, query: str) -> StreamResponse:
-    return _base(turn, ResponseType.AGENT_QUERY, content=query, data={"request_id": turn.request_id})
+def agent_query(turn: TurnIds, query: str, *, title_pending: bool = False) -> StreamResponse:
+    """The first event: the ids a client needs to resume, and whether a session title will follow."""
+    data: dict[str, Any] = {"request_id": turn.request_id}
+    if title_pending:
+        data["title_pending"] = True
+    return _base(turn, ResponseType.AGENT_QUERY, content=query, data=data)
 
 
 def answer(turn: TurnIds, text: str, *, done: bool = False, truncated: bool = False) -> StreamResponse:
