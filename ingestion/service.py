@@ -60,6 +60,31 @@ def link_neighbours(chunks: list[ChunkRecord]) -> None:
         before.next_id, after.pre_id = after.id, before.id
 
 
+UNTITLED = "untitled"
+
+
+def document_title(title: str, source: str) -> str:
+    """The given title; else the file name of a path-like source; else "untitled".
+
+    Synthetic sources ("text:<uuid>", "beir:123") make no title: the title is keyword-indexed.
+    """
+    if title.strip():
+        return title.strip()
+    path = Path(source)
+    if source and ("/" in source or "\\" in source or path.suffix):
+        return path.stem or UNTITLED
+    return UNTITLED
+
+
+def keyword_tokens(text: str, title: str) -> list[str]:
+    """BM25 tokens of a chunk: its document's title (a title field, as BM25F weights one) and its text.
+
+    Measured with e5 + bm25s: Cranfield BM25 nDCG@10 0.364 -> 0.372 (hybrid 0.394 -> 0.401),
+    CMRC 0.976 -> 0.979, XQuAD level (benchmarks/retrieval_quality.py).
+    """
+    return (tokenize(title) if title != UNTITLED else []) + tokenize(text)
+
+
 def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -> list[ChunkRecord]:
     parents = [ChunkRecord(uuid.uuid4().hex, kb_id, knowledge_id, i, p.content, ChunkType.PARENT,
                            metadata={"headings": p.headings, "title": title}, indexed=False)
@@ -70,7 +95,7 @@ def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -
         children.append(ChunkRecord(
             uuid.uuid4().hex, kb_id, knowledge_id, i, draft.content, ChunkType.TEXT,
             parent_id=parents[draft.parent_index].id if draft.parent_index is not None else None,
-            metadata={"headings": draft.headings, "title": title}, tokens=tokenize(text),
+            metadata={"headings": draft.headings, "title": title}, tokens=keyword_tokens(text, title),
         ))
     link_neighbours(children)
     link_neighbours(parents)
@@ -121,7 +146,7 @@ class IngestionService:
                 continue
             knowledge = Knowledge(
                 id=existing.id if existing else uuid.uuid4().hex, knowledge_base_id=kb.id, tenant_id=tenant_id,
-                title=doc.title or Path(doc.source).stem or "untitled", source=doc.source or f"text:{uuid.uuid4().hex}",
+                title=document_title(doc.title, doc.source), source=doc.source or f"text:{uuid.uuid4().hex}",
                 file_type=doc.file_type, content_hash=digest, metadata=doc.metadata,
             )
             chunks = plan_to_chunks(chunk_document(doc.text, kb.chunking), kb.id, knowledge.id, knowledge.title)

@@ -17,12 +17,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from ragline import defaults
 from ragline.settings import get_settings
 
-# --- query expansion (query_expansion.go) ---
-QUERY_EXPANSION_MAX_CONCURRENCY = 16  # variant x target keyword searches in flight at once
-QUERY_EXPANSION_THRESHOLD_FACTOR = 0.8  # variants are noisier, so the keyword threshold relaxes
-QUERY_EXPANSION_TOP_K_FACTOR = 2  # top-k = max(embedding top-k, rerank top-k) * 2
-QUERY_EXPANSION_MAX_VARIANTS = 5  # the original plus a handful of local rewrites
-
 # --- chunking (the Go system's splitter defaults) ---
 DEFAULT_CHUNK_SIZE = 512  # characters per chunk
 DEFAULT_CHUNK_OVERLAP = 80  # characters repeated between neighbours so a sentence is not cut blind
@@ -53,6 +47,9 @@ class RetrievalSettings(BaseSettings):
     bm25_b: float = Field(BM25_B, ge=0, le=1)
     store_group_timeout_s: float = Field(defaults.STORE_GROUP_TIMEOUT_S, gt=0)
     hnsw_ef_search: int = Field(200, ge=10, description="Chroma HNSW search breadth; high enough to be near-exact.")
+    hnsw_max_neighbors: int = Field(32, ge=4, description="Chroma HNSW M of new collections (Chroma's 16 lost rows here).")
+    feedback_docs: int = Field(3, ge=0, description="Hybrid: fused hits whose vectors refine the query vector (0 = off).")
+    feedback_weight: float = Field(0.5, ge=0, description="Hybrid: Rocchio beta, the weight of the hits' mean vector.")
 
     def resolved_data_dir(self) -> Path:
         return self.data_dir or get_settings().data_dir

@@ -50,6 +50,11 @@ def doc_text(doc: dict[str, str]) -> str:
     return text
 
 
+def doc_title(doc: dict[str, str]) -> str:
+    """The BEIR title (underscores as spaces): it is the document's title field in the keyword index."""
+    return (doc.get("title") or "").replace("_", " ").strip()
+
+
 def _read_jsonl(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
@@ -96,7 +101,7 @@ async def evaluate(data_dir: Path, embedder: Embedder, *, max_queries: int | Non
         stack = RetrievalStack.build(root, embedder, settings or RetrievalSettings(data_dir=root))
         chunking = ChunkingConfig(chunk_size=chunk_size or WHOLE_DOCUMENT, chunk_overlap=0 if not chunk_size else 80)
         kb = stack.knowledge_bases.create(f"eval-{beir.name}", chunking=chunking)
-        docs = [TextDocument(doc_text(d), d["_id"], f"beir:{d['_id']}") for d in beir.corpus]
+        docs = [TextDocument(doc_text(d), doc_title(d), f"beir:{d['_id']}") for d in beir.corpus]
         stage = lambda done, total: progress and progress("embedding corpus", done, total)  # noqa: E731
         knowledge = await IngestionService(stack).ingest_documents(kb.id, docs, progress=stage)
         beir_id_of = {k.id: k.source.removeprefix("beir:") for k in knowledge}

@@ -3,14 +3,17 @@
 Replaces internal/application/service/knowledgebase_search.go and its satellites
 knowledgebase_search_storegroup.go (grouping), knowledgebase_search_fanout.go (concurrent,
 all-or-nothing fan-out), knowledgebase_search_fusion.go and knowledgebase_search_faq.go.
-Image recall (step 5) is not implemented: Ragline has no image vectors yet.
+Image recall (step 5) is not implemented: Ragline has no image vectors yet. Added to step 7: when
+both sides answered, pseudo-relevance feedback refines the query vector from the best fused hits
+and the vector side is searched once more (retrieval/feedback.py has the measurements).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragline import defaults
 from ragline.retrieval.catalog import Catalog, ChunkRecord
@@ -19,12 +22,15 @@ from ragline.retrieval.embedders import EmbedderPool
 from ragline.retrieval.errors import (EmbeddingModelMismatchError, KnowledgeBaseAccessError,
                                       KnowledgeBaseNotFoundError, StoreGroupError)
 from ragline.retrieval.faq import deepening_depths, is_negative_for
+from ragline.retrieval.feedback import feedback_chunks, rocchio
 from ragline.retrieval.fusion import Fused, Hit, fuse, normalize_keyword_scores
 from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import (KnowledgeBase, KnowledgeBaseType, MatchType, SearchParams,
                                      SearchResult)
 from ragline.retrieval.vector_store import VectorStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ class HybridSearcher:
         query = await self._prepare_query(params, kbs)  # step 3
         groups = group_by_store(kbs)  # step 4
         fused, filled = await self._search_round(groups, query, pool)  # steps 6-7
-        fused = self._drop_negative_faq(fused, params.query)
+        fused = self._drop_negative_faq(fused, params.query, kbs)
         if kbs[0].type == KnowledgeBaseType.FAQ and filled:  # step 8: the primary KB is an FAQ base
             fused = await self._deepen_faq(groups, query, pool, fused, match_count, params.query)
         return self._to_results(fused[:match_count])  # step 9
@@ -117,8 +123,35 @@ class HybridSearcher:
                             depth: int) -> tuple[list[Fused], bool]:
         """One retrieval round; also tells whether any vector list came back full."""
         results = await self._fan_out(groups, query, depth)
-        fused = fuse([r.vector for r in results], [r.keyword for r in results], **fusion_args(self.settings))
+        keyword = [r.keyword for r in results]
+        fused = fuse([r.vector for r in results], keyword, **fusion_args(self.settings))
+        if query.embedding is not None and any(keyword) and any(r.vector for r in results):
+            refined = await self._feedback_embedding(groups, query.embedding, fused)
+            if refined is not None:  # vector side again with the refined query, fused with the same keyword lists
+                again = await self._fan_out(groups, replace(query, embedding=refined, tokens=[]), depth)
+                fused = fuse([r.vector for r in again], keyword, **fusion_args(self.settings))
         return fused, any(r.vector_filled for r in results)
+
+    async def _feedback_embedding(self, groups: dict[tuple[str, str], list[KnowledgeBase]], embedding: list[float],
+                                  fused: list[Fused]) -> list[float] | None:
+        """Rocchio: the query vector moved toward the best fused document hits (retrieval/feedback.py)."""
+        kbs = {kb.id: kb for members in groups.values() for kb in members}
+        documents = {kb_id for kb_id, kb in kbs.items() if kb.type == KnowledgeBaseType.DOCUMENT}
+        top = feedback_chunks(fused, documents, self.settings.feedback_docs)
+        if not top or self.settings.feedback_weight <= 0:
+            return None
+        by_kb: dict[str, list[str]] = defaultdict(list)
+        for hit in top:
+            by_kb[hit.knowledge_base_id].append(hit.chunk_id)
+        found: dict[str, list[float]] = {}
+        try:
+            for kb_id, ids in by_kb.items():  # a document chunk's vector row id is its chunk id
+                found.update(await self.stores[kbs[kb_id].vector_store].vector.embeddings(kb_id, ids))
+        except Exception as exc:  # feedback is a refinement: without it the first round's fusion stands
+            log.warning("pseudo-relevance feedback skipped: %s", exc)
+            return None
+        vectors = [found[h.chunk_id] for h in top if h.chunk_id in found]
+        return rocchio(embedding, vectors, self.settings.feedback_weight) if vectors else None
 
     async def _fan_out(self, groups: dict[tuple[str, str], list[KnowledgeBase]], query: _Query,
                        depth: int) -> list[_GroupResult]:
@@ -177,16 +210,13 @@ class HybridSearcher:
                        for (h, kb_id), s in zip(raw, scores) if s >= query.keyword_threshold]
         return out
 
-    def _drop_negative_faq(self, fused: list[Fused], query: str) -> list[Fused]:
-        faq_ids = [f.chunk_id for f in fused if self._is_faq_kb(f.knowledge_base_id)]
+    def _drop_negative_faq(self, fused: list[Fused], query: str, kbs: list[KnowledgeBase]) -> list[Fused]:
+        faq_kbs = {kb.id for kb in kbs if kb.type == KnowledgeBaseType.FAQ}
+        faq_ids = [f.chunk_id for f in fused if f.knowledge_base_id in faq_kbs]
         if not faq_ids:
             return fused
         chunks = self.catalog.get_chunks(faq_ids)
         return [f for f in fused if f.chunk_id not in chunks or not is_negative_for(query, chunks[f.chunk_id].metadata)]
-
-    def _is_faq_kb(self, kb_id: str) -> bool:
-        kb = self.catalog.get_kb(kb_id)
-        return kb is not None and kb.type == KnowledgeBaseType.FAQ
 
     async def _deepen_faq(self, groups: dict[tuple[str, str], list[KnowledgeBase]], query: _Query, depth: int,
                           fused: list[Fused], match_count: int, raw_query: str) -> list[Fused]:
@@ -196,7 +226,7 @@ class HybridSearcher:
             if len(fused) >= match_count or not filled:
                 break
             fused, filled = await self._search_round(groups, query, deeper)
-            fused = self._drop_negative_faq(fused, raw_query)
+            fused = self._drop_negative_faq(fused, raw_query, [kb for members in groups.values() for kb in members])
         return fused
 
     def _to_results(self, fused: list[Fused]) -> list[SearchResult]:

@@ -34,13 +34,13 @@ class RetrievalStack:
         settings = settings or RetrievalSettings(data_dir=data_dir)
         catalog = Catalog(data_dir / "catalog.sqlite")
         if settings.chroma_url:
-            vector = ChromaVectorStore.http(settings.chroma_url, settings.hnsw_ef_search)
+            vector = ChromaVectorStore.http(settings.chroma_url, settings.hnsw_ef_search, settings.hnsw_max_neighbors)
         else:
-            vector = ChromaVectorStore.persistent(data_dir / "chroma", settings.hnsw_ef_search)
+            vector = ChromaVectorStore.persistent(data_dir / "chroma", settings.hnsw_ef_search, settings.hnsw_max_neighbors)
         if keyword is None and settings.redis_url:
             from ragline.retrieval.redis_keyword import RedisKeywordIndex
 
-            keyword = RedisKeywordIndex.from_url(settings.redis_url)
+            keyword = RedisKeywordIndex.from_url(settings.redis_url, catalog)
         keyword = keyword or Bm25sKeywordIndex(catalog, k1=settings.bm25_k1, b=settings.bm25_b)
         stores = {"default": StoreEngines(vector, keyword)}
         embedders = EmbedderPool(embedder)

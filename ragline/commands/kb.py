@@ -1,4 +1,4 @@
-"""`ragline kb|ingest|search|eval`: knowledge bases from the command line.
+"""`ragline kb|doc|ingest|search|eval`: knowledge bases and their documents from the command line.
 
 Every command returns an exit code; bad input prints one line on stderr, never a traceback.
 """
@@ -114,6 +114,64 @@ async def kb_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def kb_update(args: argparse.Namespace) -> int:
+    stack = _stack()
+    kb = stack.knowledge_bases.resolve(args.name, args.tenant)
+    tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
+    if args.rename is None and args.description is None and tags is None and args.shared is None:
+        raise RetrievalError("nothing to update: give --rename, --description, --tags or --shared/--private")
+    kb = stack.knowledge_bases.update(kb.id, args.tenant, name=args.rename, description=args.description,
+                                      tags=tags, shared=args.shared)
+    print(f"updated knowledge base {kb.name} ({kb.id}): description {kb.description!r}, "
+          f"tags {','.join(kb.tags) or '-'}, {'shared' if kb.shared else 'private'}")
+    return 0
+
+
+def doc_list(args: argparse.Namespace) -> int:
+    stack = _stack()
+    kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
+    docs = stack.catalog.list_knowledge(kb.id)
+    if not docs:
+        print(f"no documents in {kb.name}")
+        return 0
+    print(f"{'id':<32}  {'title':<30} {'type':<5} {'chunks':>6}  {'updated':<16}  source")
+    for d in docs:
+        print(f"{d.id:<32}  {_snippet(d.title, 30):<30} {d.file_type:<5} {d.chunk_count:>6}  "
+              f"{d.updated_at:%Y-%m-%d %H:%M}  {d.source}")
+    return 0
+
+
+def resolve_document(docs: list[Any], ref: str) -> Any:
+    """A document by id, by source (a path is resolved first), or by a title no other document has."""
+    by_id = [d for d in docs if d.id == ref]
+    sources = {ref, str(Path(ref).expanduser().resolve())}
+    by_source = [d for d in docs if d.source in sources]
+    by_title = [d for d in docs if d.title == ref]
+    for found in (by_id, by_source):
+        if found:
+            return found[0]
+    if len(by_title) == 1:
+        return by_title[0]
+    if by_title:
+        raise RetrievalError(f"{len(by_title)} documents are titled {ref!r}; name one by id: "
+                             + ", ".join(d.id for d in by_title))
+    raise RetrievalError(f"no document {ref!r} (give an id, a source path or a title; see `ragline doc list`)")
+
+
+async def doc_delete(args: argparse.Namespace) -> int:
+    from ragline.ingestion.service import IngestionService
+
+    stack = _stack()
+    kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
+    docs = stack.catalog.list_knowledge(kb.id)
+    targets = [resolve_document(docs, ref) for ref in args.documents]  # all resolved before any is deleted
+    service = IngestionService(stack)
+    for doc in {d.id: d for d in targets}.values():
+        await service.delete_knowledge(kb.id, doc.id, args.tenant)
+        print(f"deleted {doc.title} ({doc.id}, {doc.chunk_count} chunk(s)) from {kb.name}")
+    return 0
+
+
 def _collect(paths: list[str]) -> list[Path]:
     from ragline.ingestion.parsers import SUPPORTED
 
@@ -202,11 +260,11 @@ async def evaluate(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `kb`, `ingest`, `search` and `eval` to the ragline command."""
+    """Add `kb`, `doc`, `ingest`, `search` and `eval` to the ragline command."""
     tenant = argparse.ArgumentParser(add_help=False)
     tenant.add_argument("--tenant", default="default", help="tenant that owns the knowledge bases")
 
-    kb = subparsers.add_parser("kb", help="create, list or delete knowledge bases")
+    kb = subparsers.add_parser("kb", help="create, list, update or delete knowledge bases")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
     create = kb_sub.add_parser("create", parents=[tenant], help="create a knowledge base")
     create.add_argument("name")
@@ -223,6 +281,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     delete = kb_sub.add_parser("delete", parents=[tenant], help="delete a knowledge base and its index rows")
     delete.add_argument("name")
     delete.set_defaults(func=_guarded(kb_delete))
+    update = kb_sub.add_parser("update", parents=[tenant], help="rename a knowledge base or change its description, tags, sharing")
+    update.add_argument("name")
+    update.add_argument("--rename", default=None, help="new name")
+    update.add_argument("--description", default=None)
+    update.add_argument("--tags", default=None, help="comma-separated tags, replacing the current ones ('' clears)")
+    sharing = update.add_mutually_exclusive_group()
+    sharing.add_argument("--shared", dest="shared", action="store_true", default=None, help="readable by every tenant")
+    sharing.add_argument("--private", dest="shared", action="store_false", help="readable by its tenant only")
+    update.set_defaults(func=_guarded(kb_update))
+
+    doc = subparsers.add_parser("doc", help="list or delete the documents of a knowledge base")
+    doc_sub = doc.add_subparsers(dest="doc_command", required=True)
+    doc_ls = doc_sub.add_parser("list", parents=[tenant], help="list the documents of a knowledge base")
+    doc_ls.add_argument("--kb", required=True, help="knowledge base name")
+    doc_ls.set_defaults(func=_guarded(doc_list))
+    doc_rm = doc_sub.add_parser("delete", parents=[tenant], help="delete documents with their vectors and keyword rows")
+    doc_rm.add_argument("documents", nargs="+", metavar="DOC", help="document id, source path or title")
+    doc_rm.add_argument("--kb", required=True, help="knowledge base name")
+    doc_rm.set_defaults(func=_guarded(doc_delete))
 
     ing = subparsers.add_parser("ingest", parents=[tenant], help="ingest files or folders into a knowledge base")
     ing.add_argument("paths", nargs="+", metavar="PATH")

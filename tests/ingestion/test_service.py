@@ -128,3 +128,24 @@ async def test_bad_input_gives_clear_errors(stack, ingestion, tmp_path):
         await ingestion.ingest_file(kb.id, tmp_path / "x.exe")
     with pytest.raises(IngestionError, match="not in knowledge base"):
         await ingestion.delete_knowledge(kb.id, "nope")
+
+
+def test_a_given_title_is_a_keyword_field_and_a_synthetic_source_makes_no_title():
+    from ragline.ingestion.service import UNTITLED, document_title, keyword_tokens
+
+    assert document_title("", "text:0f3a") == UNTITLED and document_title("", "beir:12") == UNTITLED
+    assert document_title("", "/docs/pump manual.pdf") == "pump manual"
+    assert document_title(" Pumps ", "/docs/x.pdf") == "Pumps"
+    assert keyword_tokens("the rotor stalls", "Centrifugal pumps") == ["centrifug", "pump", "rotor", "stall"]
+    assert keyword_tokens("the rotor stalls", UNTITLED) == ["rotor", "stall"]
+
+
+async def test_a_title_missing_from_the_text_still_finds_the_document(stack, ingestion):
+    from ragline.ingestion.service import TextDocument
+    from ragline.retrieval.types import SearchParams
+
+    kb = stack.knowledge_bases.create("titles")
+    await ingestion.ingest_documents(kb.id, [TextDocument("It stalls above 3000 rpm.", "Centrifugal pump", "src:a"),
+                                             TextDocument("Valves leak when worn.", "", "text:b")])
+    hits = await stack.searcher.search(SearchParams(query="centrifugal", knowledge_base_ids=[kb.id], disable_vector=True))
+    assert [h.knowledge_title for h in hits] == ["Centrifugal pump"]

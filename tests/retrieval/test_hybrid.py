@@ -2,12 +2,10 @@ import asyncio
 
 import pytest
 
-from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.config import RetrievalSettings
 from ragline.retrieval.errors import (EmbeddingModelMismatchError, KnowledgeBaseAccessError,
                                       KnowledgeBaseNotFoundError, StoreGroupError)
 from ragline.retrieval.hybrid import HybridSearcher, StoreEngines, normalized_match_count, retrieval_pool_size
-from ragline.retrieval.keyword_index import Bm25sKeywordIndex
 from ragline.retrieval.types import MatchType, SearchParams
 from ragline.retrieval.vector_store import ChromaVectorStore
 
