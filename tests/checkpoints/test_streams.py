@@ -106,7 +106,13 @@ async def test_redis_followers_share_one_blocking_connection(redis_server):
     async with fresh_redis(redis_server) as redis:
         streams = RedisStreamManager(redis)
         waiting = [asyncio.create_task(streams.wait("s", f"m{i}", None, timeout=10)) for i in range(40)]
-        await asyncio.sleep(0.2)
+        blocked: list = []
+        for _ in range(200):  # wait for the follower to block (a loaded machine may take a while)
+            blocked = [c for c in await redis.client_list() if c.get("cmd") in ("xread", "xread|")]
+            if blocked:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)  # ...and give any second, wrongful blocker the time to show up
         blocked = [c for c in await redis.client_list() if c.get("cmd") in ("xread", "xread|")]
         assert len(blocked) == 1
         for i in range(40):
