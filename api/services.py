@@ -48,7 +48,9 @@ class AppServices:
         if self._ingestion is None:
             from ragline.ingestion.service import IngestionService
 
-            self._ingestion = IngestionService(await self.stack())
+            from ragline.entities.store import graph_store_from_settings
+
+            self._ingestion = IngestionService(await self.stack(), graph_store=await asyncio.to_thread(graph_store_from_settings))
         return self._ingestion
 
 

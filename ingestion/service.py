@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragline.entities.extraction import extract_document_graph
+from ragline.entities.store import GraphStore
 from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
 from ragline.ingestion.parsers import parse_file
 from ragline.retrieval.catalog import ChunkRecord
@@ -103,9 +105,16 @@ def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -
 
 
 class IngestionService:
-    def __init__(self, stack: RetrievalStack) -> None:
+    """Documents in, chunks out to the catalog, vectors and keywords; optionally the entity graph.
+
+    With a `graph_store`, documents of a knowledge base that has graph extraction enabled also get
+    their entities and relationships extracted (an LLM call per chunk) after they are stored.
+    """
+
+    def __init__(self, stack: RetrievalStack, graph_store: GraphStore | None = None) -> None:
         self.stack = stack
         self.catalog = stack.catalog
+        self.graph_store = graph_store
 
     def _kb(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
         kb = self.stack.knowledge_bases.get(kb_id, tenant_id)
@@ -181,6 +190,17 @@ class IngestionService:
             await self._forget(kb, new_ids)
             raise IngestionError(f"storing failed, nothing was kept: {exc}") from exc
         await self._forget(kb, old_ids)
+        await self._extract_graph(kb, docs)
+
+    async def _extract_graph(self, kb: KnowledgeBase, docs: list[PreparedDocument]) -> None:
+        """The optional graph step; its failure leaves the (already searchable) document as it is."""
+        if self.graph_store is None or kb.id not in await self.graph_store.extraction_enabled([kb.id]):
+            return
+        for doc in docs:
+            try:
+                await extract_document_graph(self.graph_store, kb.id, doc.knowledge.id, [c for c in doc.chunks if c.indexed])
+            except Exception as exc:
+                log.warning("graph extraction of %s failed: %s", doc.knowledge.title, exc)
 
     async def _forget(self, kb: KnowledgeBase, chunk_ids: list[str]) -> None:
         """Best-effort removal of vectors and keyword rows; orphans are invisible to search."""
@@ -203,6 +223,8 @@ class IngestionService:
         engines = self.stack.stores[kb.vector_store]
         await engines.vector.delete_chunks(kb.id, ids)
         await engines.keyword.delete_chunks(kb.id, ids)
+        if self.graph_store is not None:
+            await self.graph_store.delete_document(kb.id, knowledge_id)
         self.catalog.delete_knowledge(kb.id, [knowledge_id])
 
     async def reparse(self, kb_id: str, knowledge_id: str, tenant_id: str = "default",

@@ -80,6 +80,12 @@ def _snippet(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _graph_store():  # the entity graph the ingestion step fills for graph-enabled bases
+    from ragline.entities.store import graph_store_from_settings
+
+    return graph_store_from_settings()
+
+
 def kb_create(args: argparse.Namespace) -> int:
     stack = _stack()
     chunking = ChunkingConfig(chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, parent_child=args.parent_child)
@@ -88,7 +94,14 @@ def kb_create(args: argparse.Namespace) -> int:
         tags=[t.strip() for t in args.tags.split(",") if t.strip()], chunking=chunking,
         faq_index_mode=FAQIndexMode(args.faq_index_mode),
     )
-    print(f"created {kb.type.value} knowledge base {kb.name} ({kb.id}), embeddings: {kb.embedding_model}")
+    if args.graph:
+        import asyncio
+
+        from ragline.entities.store import graph_store_from_settings
+
+        asyncio.run(graph_store_from_settings().set_extraction_enabled(kb.id, True))
+    print(f"created {kb.type.value} knowledge base {kb.name} ({kb.id}), embeddings: {kb.embedding_model}"
+          + (", entity graph extraction on" if args.graph else ""))
     return 0
 
 
@@ -110,6 +123,7 @@ async def kb_delete(args: argparse.Namespace) -> int:
     stack = _stack()
     kb = stack.knowledge_bases.resolve(args.name, args.tenant)
     await stack.knowledge_bases.delete(kb.id, args.tenant)
+    await _graph_store().delete_knowledge_base(kb.id)
     print(f"deleted knowledge base {kb.name}")
     return 0
 
@@ -165,7 +179,7 @@ async def doc_delete(args: argparse.Namespace) -> int:
     kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
     docs = stack.catalog.list_knowledge(kb.id)
     targets = [resolve_document(docs, ref) for ref in args.documents]  # all resolved before any is deleted
-    service = IngestionService(stack)
+    service = IngestionService(stack, graph_store=_graph_store())
     for doc in {d.id: d for d in targets}.values():
         await service.delete_knowledge(kb.id, doc.id, args.tenant)
         print(f"deleted {doc.title} ({doc.id}, {doc.chunk_count} chunk(s)) from {kb.name}")
@@ -196,7 +210,7 @@ async def ingest(args: argparse.Namespace) -> int:
     stack = _stack()
     kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
     files = _collect(args.paths)
-    service = IngestionService(stack)
+    service = IngestionService(stack, graph_store=_graph_store())
     bar = ProgressBar("embedding")
     try:
         if kb.type == KnowledgeBaseType.FAQ:
@@ -275,6 +289,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--chunk-overlap", type=int, default=80)
     create.add_argument("--parent-child", action="store_true", help="index 384-char children of 4096-char parents")
     create.add_argument("--faq-index-mode", choices=[m.value for m in FAQIndexMode], default="question_answer")
+    create.add_argument("--graph", action="store_true", help="also extract entities and relationships into the graph (an LLM call per chunk)")
     create.set_defaults(func=_guarded(kb_create))
     listing = kb_sub.add_parser("list", parents=[tenant], help="list knowledge bases")
     listing.set_defaults(func=_guarded(kb_list))
