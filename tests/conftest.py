@@ -50,3 +50,29 @@ def scripted_model(scripted_server: ScriptedModel, monkeypatch: pytest.MonkeyPat
     get_settings.cache_clear()
     yield scripted_server
     get_settings.cache_clear()
+
+
+# --- a real knowledge stack: Chroma + bm25s + the local e5 embedder, in a temporary folder ---
+
+
+@pytest.fixture(scope="session")
+def embedder(tmp_path_factory: pytest.TempPathFactory):
+    """The local embedder; its vector cache lives for the whole session so no text is embedded twice."""
+    from ragline.models.embeddings import Embedder, EmbeddingCache
+
+    return Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(tmp_path_factory.mktemp("embeddings") / "cache.sqlite"))
+
+
+@pytest.fixture
+def stack(tmp_path: Path, embedder):
+    from ragline.retrieval.config import RetrievalSettings
+    from ragline.retrieval.stack import RetrievalStack
+
+    return RetrievalStack.build(tmp_path, embedder, RetrievalSettings(data_dir=tmp_path, redis_url=None, chroma_url=None))
+
+
+@pytest.fixture
+def ingestion(stack):
+    from ragline.ingestion.service import IngestionService
+
+    return IngestionService(stack)
