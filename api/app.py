@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from ragline.api import chat, health, knowledge, messages, sessions
+from ragline.api import chat, health, knowledge, messages, page, sessions
 from ragline.api.errors import HANDLED, handle_error
 from ragline.api.services import RetrievalFactory, open_services
 from ragline.settings import Settings, get_settings
@@ -61,6 +61,9 @@ ROUTES = [
     Route(f"{KB}/faq", knowledge.list_faq, methods=["GET"]),
     Route(f"{KB}/faq", knowledge.upsert_faq, methods=["POST"]),
     Route(f"{KB}/faq/import", knowledge.import_faq, methods=["POST"]),
+    # the web chat page (api/static/)
+    Route("/", page.index, methods=["GET"]),
+    Route("/static/{path:path}", page.asset, methods=["GET"]),
 ]
 
 

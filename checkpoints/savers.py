@@ -35,6 +35,7 @@ async def sqlite_saver(path: Path) -> AsyncIterator[BaseCheckpointSaver]:
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         saver.serde = serializer()
+        await saver.setup()  # tables now, not at the first write: a delete may come first
         yield saver
 
 

@@ -43,3 +43,8 @@ def test_modules_import_under_the_ragline_namespace():
     import ragline.nodes.chat_completion_stream  # noqa: F401
 
     assert ragline.graph.graphs.ragline.name == "ragline"
+
+
+def test_the_web_page_ships_in_the_wheel(wheel):
+    names = set(wheel.namelist())
+    assert {"ragline/api/static/index.html", "ragline/api/static/app.js", "ragline/api/static/app.css"} <= names

@@ -4,13 +4,16 @@ Settings come from the environment (RAGLINE_*): RAGLINE_REDIS_URL switches check
 streams and runs to Redis so that several replicas share them; RAGLINE_API_KEYS or
 RAGLINE_API_KEYS_FILE map API keys to tenants. With no key configured the service runs in dev
 mode (one tenant, no key needed) and refuses to listen beyond loopback unless --insecure-dev.
+--sample indexes the bundled sample knowledge base for every tenant before listening.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import sys
+from typing import Any
 
 
 def _is_loopback(host: str) -> bool:
@@ -20,6 +23,22 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _sample_stack(tenants: list[str]) -> Any:
+    """The retrieval stack with the sample knowledge base indexed for each tenant (idempotent)."""
+    from ragline.ingestion.sample import ensure_sample_kb
+    from ragline.retrieval.stack import RetrievalStack
+
+    stack = RetrievalStack.from_settings()
+
+    async def ensure_all() -> None:
+        for tenant in tenants:
+            await ensure_sample_kb(stack, tenant_id=tenant)
+
+    print("ragline serve: indexing the sample knowledge base ...", file=sys.stderr, flush=True)
+    asyncio.run(ensure_all())  # before uvicorn's loop starts; the stack keeps no loop-bound state
+    return stack
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,8 +65,17 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         print("ragline serve: dev mode, no API keys: every request acts as tenant 'default'", file=sys.stderr)
+    retrieval_factory = None
+    if args.sample:
+        tenants = sorted({who.tenant_id for who in keyring.by_digest.values()}) or ["default"]
+        try:
+            stack = _sample_stack(tenants)
+        except (OSError, RuntimeError, ValueError) as exc:  # EmbeddingError and RetrievalError among them
+            print(f"ragline serve: could not index the sample knowledge base: {exc}", file=sys.stderr)
+            return 2
+        retrieval_factory = lambda: stack  # the app serves the stack that holds the sample
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, retrieval_factory=retrieval_factory),
         host=host,
         port=port,
         log_level=args.log_level,
@@ -61,5 +89,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", help="address to listen on (default: RAGLINE_HOST or 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default: RAGLINE_PORT or 8000)")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument("--sample", action="store_true", help="index the bundled sample knowledge base (every tenant) before listening")
     parser.add_argument("--insecure-dev", action="store_true", help="allow dev mode (no API keys) on a non-loopback address")
     parser.set_defaults(func=run)

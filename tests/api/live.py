@@ -60,10 +60,11 @@ class ThreadServer:
 class ProcessServer:
     """`python -m ragline serve` in a subprocess: a replica that can be killed for real."""
 
-    def __init__(self, env: dict[str, str], port: int | None = None, log: Path | None = None) -> None:
+    def __init__(self, env: dict[str, str], port: int | None = None, log: Path | None = None, args: tuple[str, ...] = ()) -> None:
         self.port = port or free_port()
         self.env = {**os.environ, **env}
         self.log = log
+        self.args = args  # extra `ragline serve` arguments, e.g. ("--sample",)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -73,7 +74,7 @@ class ProcessServer:
     def start(self, timeout: float = 60) -> ProcessServer:
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ragline", "serve", "--port", str(self.port), "--log-level", "warning"],
+            [sys.executable, "-m", "ragline", "serve", *self.args, "--port", str(self.port), "--log-level", "warning"],
             cwd=ROOT, env=self.env, stdout=out, stderr=out,
         )
         deadline = time.monotonic() + timeout
@@ -84,7 +85,7 @@ class ProcessServer:
             except httpx.HTTPError:
                 pass
             if self.process.poll() is not None:
-                raise RuntimeError(f"ragline serve exited with {self.process.returncode}")
+                raise RuntimeError(f"ragline serve exited with {self.process.returncode} (log: {self.log})")
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("ragline serve did not become healthy")
