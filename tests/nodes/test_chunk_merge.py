@@ -86,3 +86,18 @@ async def test_merge_node_runs_the_steps_end_to_end(services):
     state = {"request": PipelineRequest(query="q", rerank_top_k=5), "rerank_results": [hit("a", "x y z", 0.9), hit("a", "x y z", 0.9)], "history": []}
     update = await chunk_merge(state, Runtime())
     assert [r.id for r in update["merge_results"]] == ["a"]
+
+
+async def test_a_child_chunk_brings_its_parents_text(ingestion, stack):
+    from ragline.retrieval.types import ChunkingConfig
+
+    kb = stack.knowledge_bases.create("parents-kb", chunking=ChunkingConfig(parent_child=True, parent_chunk_size=600, child_chunk_size=120, chunk_overlap=0))
+    text = "\n\n".join(f"Section {i}. " + "the sensor reports the weather every sixteen seconds. " * 2 for i in range(4))
+    [doc] = await ingestion.ingest_documents(kb.id, [TextDocument(text=text, title="t", source="s")])
+    children = [c for c in stack.catalog.chunks_of(doc.id) if c.parent_id]
+    child = children[0]
+    parent = stack.catalog.get_chunks([child.parent_id])[child.parent_id]
+    result = hit(child.id, child.content, 0.8, knowledge_id=doc.id, parent_chunk_id=child.parent_id, knowledge_base_id=kb.id)
+    resolved = step.resolve_parents([result], stack.catalog)[0]
+    assert resolved.content == parent.content and len(parent.content) > len(child.content)
+    assert resolved.metadata["child_content"] == child.content
