@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from ragline.api.errors import Unauthorized
-from ragline.checkpoints.access import Principal
+from ragline.service.access import Principal
 from ragline.settings import Settings
 
 DEV_PRINCIPAL = Principal("default", "default")

@@ -16,7 +16,7 @@ from ragline.api.openapi import doc
 from ragline.api.schemas import ContinueQuery, StopRequest, StopResult
 from ragline.api.services import AppServices, services
 from ragline.api.sse import follow, last_event_id, sse_response
-from ragline.checkpoints.access import ConflictError, Principal
+from ragline.service.access import ConflictError, Principal
 from ragline.graph.request import PipelineRequest
 
 TAG = "chat"

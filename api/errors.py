@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ragline.checkpoints.access import ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, ServiceError
+from ragline.service.access import ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, ServiceError
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval import errors as retrieval_errors
 

@@ -38,7 +38,7 @@ from ragline.api.schemas import (
     TextDocumentIn,
 )
 from ragline.api.services import services
-from ragline.checkpoints.access import Principal
+from ragline.service.access import Principal
 from ragline.retrieval.errors import KnowledgeBaseAccessError
 from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase, KnowledgeBaseType, SearchParams
 

@@ -9,7 +9,7 @@ from ragline.api import inputs
 from ragline.api.openapi import doc
 from ragline.api.schemas import MessagePage, MessageRef, MessagesQuery, Rewound
 from ragline.api.services import services
-from ragline.checkpoints.sessions import Session
+from ragline.service.sessions import Session
 
 TAG = "messages"
 OWNER_ERRORS = (401, 403, 404, 409)

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline import defaults
-from ragline.checkpoints.conversations import Message
-from ragline.checkpoints.sessions import Session
+from ragline.service.conversations import Message
+from ragline.service.sessions import Session
 from ragline.ingestion.faq_import import FAQEntry, FAQImportReport  # noqa: F401  (FAQImportReport: a response model)
 from ragline.retrieval.types import (
     ChunkingConfig,

@@ -17,10 +17,10 @@ from typing import Any
 from starlette.requests import Request
 
 from ragline.api.auth import KeyRing
-from ragline.checkpoints.access import Principal
-from ragline.checkpoints.backend import Backend, open_backend
-from ragline.checkpoints.conversations import SessionService
-from ragline.checkpoints.runs import RunManager
+from ragline.service.access import Principal
+from ragline.service.backend import Backend, open_backend
+from ragline.service.conversations import SessionService
+from ragline.service.runs import RunManager
 from ragline.services import Services as CoreServices
 from ragline.settings import Settings
 

@@ -9,7 +9,7 @@ from ragline.api import inputs
 from ragline.api.openapi import doc
 from ragline.api.schemas import BatchDelete, Deleted, PageQuery, SessionCreate, SessionPage, SessionUpdate, TitleRequest, page_of
 from ragline.api.services import services
-from ragline.checkpoints.sessions import Session
+from ragline.service.sessions import Session
 
 TAG = "sessions"
 

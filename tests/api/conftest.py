@@ -9,7 +9,6 @@ import pytest
 
 from ragline.api.app import create_app
 from tests.api.live import ThreadServer, memory_settings
-from tests.redis_server import RedisServer, missing_reason
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +26,3 @@ async def client(server: ThreadServer, scripted_model) -> AsyncIterator[httpx.As
 
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisServer]:
-    reason = missing_reason()
-    if reason:
-        pytest.skip(reason)
-    with RedisServer() as server:
-        yield server

@@ -10,7 +10,6 @@ from langgraph.store.base import BaseStore
 from ragline.memory.store import open_memory_store
 from ragline.models.embeddings import Embedder, EmbeddingCache
 
-from tests.redis_server import RedisServer, missing_reason
 
 
 @pytest.fixture(scope="session")
@@ -19,13 +18,6 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return Embedder(model="ragline/multilingual-e5-small", cache=cache)
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisServer]:
-    if reason := missing_reason():
-        pytest.skip(reason)
-    server = RedisServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])

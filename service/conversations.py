@@ -12,8 +12,8 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 from pydantic import BaseModel, Field
 
-from ragline.checkpoints import threads
-from ragline.checkpoints.access import (
+from ragline.service import threads
+from ragline.service.access import (
     ConflictError,
     InvalidRequestError,
     NotFoundError,
@@ -21,11 +21,11 @@ from ragline.checkpoints.access import (
     check_owned,
     check_readable,
 )
-from ragline.checkpoints.backend import Backend
-from ragline.checkpoints.replay import Transcript
-from ragline.checkpoints.runs import RunManager
-from ragline.checkpoints.sessions import Session, utcnow
-from ragline.checkpoints.titles import generate_title
+from ragline.service.backend import Backend
+from ragline.service.replay import Transcript
+from ragline.service.runs import RunManager
+from ragline.service.sessions import Session, utcnow
+from ragline.service.titles import generate_title
 
 
 class Message(BaseModel):

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ragline.checkpoints.registry import MemoryRunRegistry, RedisRunRegistry, RunRecord
+from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRecord
 from tests.redis_server import fresh_redis
 
 

@@ -28,15 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragline import defaults
-from ragline.checkpoints import threads
-from ragline.checkpoints.access import ConflictError, Principal
-from ragline.checkpoints.backend import Backend
-from ragline.checkpoints.registry import RunRecord
-from ragline.checkpoints.replay import Transcript
-from ragline.checkpoints.resume import ResumeFilter
-from ragline.checkpoints.sessions import Session, utcnow
+from ragline.service import threads
+from ragline.service.access import ConflictError, Principal
+from ragline.service.backend import Backend
+from ragline.service.registry import RunRecord
+from ragline.service.replay import Transcript
+from ragline.service.resume import ResumeFilter
+from ragline.service.sessions import Session, utcnow
 from ragline.checkpoints.streams import Event
-from ragline.checkpoints.titles import generate_title
+from ragline.service.titles import generate_title
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import ResponseType, StreamResponse

@@ -20,9 +20,9 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from ragline.checkpoints.registry import MemoryRunRegistry, RedisRunRegistry, RunRegistry
+from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRegistry
 from ragline.checkpoints.savers import REDIS_MAX_CONNECTIONS, memory_saver, redis_saver, sqlite_saver
-from ragline.checkpoints.sessions import MemorySessionStore, RedisSessionStore, SessionStore, SqliteSessionStore
+from ragline.service.sessions import MemorySessionStore, RedisSessionStore, SessionStore, SqliteSessionStore
 from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager, StreamManager
 from ragline.settings import Settings
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ragline.checkpoints.replay import Transcript, signature
+from ragline.service.replay import Transcript, signature
 from ragline.checkpoints.streams import Event
 from ragline.graph.events import ResponseType
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ragline.checkpoints import threads
+from ragline.service import threads
 from ragline.checkpoints.savers import memory_saver, redis_saver
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph

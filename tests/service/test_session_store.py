@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from ragline.checkpoints.sessions import MemorySessionStore, RedisSessionStore, Session, SqliteSessionStore, utcnow
+from ragline.service.sessions import MemorySessionStore, RedisSessionStore, Session, SqliteSessionStore, utcnow
 from tests.redis_server import fresh_redis
 
 

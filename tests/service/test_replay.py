@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ragline.checkpoints.replay import Transcript, coalesce
-from ragline.checkpoints.resume import ResumeFilter
+from ragline.service.replay import Transcript, coalesce
+from ragline.service.resume import ResumeFilter
 from ragline.checkpoints.streams import StreamEntry
 
 
