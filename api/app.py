@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ragline.api import chat, health, knowledge, messages, page, sessions
+from ragline.api.errors import HANDLED, handle_error
+from ragline.api.services import open_services
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from ragline.api import chat, health, knowledge, messages, page, sessions
-from ragline.api.errors import HANDLED, handle_error
-from ragline.api.services import RetrievalFactory, open_services
+from ragline.services import Services
 from ragline.settings import Settings, get_settings
 
 V1 = "/api/v1"
@@ -67,13 +68,14 @@ ROUTES = [
 ]
 
 
-def create_app(settings: Settings | None = None, *, retrieval_factory: RetrievalFactory | None = None) -> Starlette:
+def create_app(settings: Settings | None = None, *, services: Services | None = None) -> Starlette:
+    """The service; `services` (the composition root) is built from settings unless given."""
     settings = settings or get_settings()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_services(settings, retrieval_factory) as services:
-            app.state.services = services
+        async with open_services(settings, services) as shared:
+            app.state.services = shared
             yield
 
     return Starlette(

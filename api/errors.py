@@ -9,13 +9,18 @@ from __future__ import annotations
 import logging
 
 from pydantic import ValidationError
+from ragline.models.embeddings import EmbeddingError
+from ragline.retrieval import errors as retrieval_errors
+from ragline.service.access import (
+    ConflictError,
+    ForbiddenError,
+    InvalidRequestError,
+    NotFoundError,
+    ServiceError,
+)
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-
-from ragline.service.access import ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, ServiceError
-from ragline.models.embeddings import EmbeddingError
-from ragline.retrieval import errors as retrieval_errors
 
 log = logging.getLogger(__name__)
 

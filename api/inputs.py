@@ -6,9 +6,13 @@ import json
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from ragline.api.errors import (
+    ApiError,
+    PayloadTooLarge,
+    Unprocessable,
+    validation_message,
+)
 from starlette.requests import Request
-
-from ragline.api.errors import ApiError, PayloadTooLarge, Unprocessable, validation_message
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -13,11 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from starlette.datastructures import UploadFile
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-
-from ragline import defaults
 from ragline.api import inputs
 from ragline.api.errors import ApiError, NotFound, PayloadTooLarge
 from ragline.api.openapi import doc
@@ -38,9 +33,20 @@ from ragline.api.schemas import (
     TextDocumentIn,
 )
 from ragline.api.services import services
-from ragline.service.access import Principal
 from ragline.retrieval.errors import KnowledgeBaseAccessError
-from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase, KnowledgeBaseType, SearchParams
+from ragline.retrieval.types import (
+    ChunkType,
+    Knowledge,
+    KnowledgeBase,
+    KnowledgeBaseType,
+    SearchParams,
+)
+from ragline.service.access import Principal
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ragline import defaults
 
 TAG = "knowledge"
 WRITE_ERRORS = (400, 401, 404, 409, 422)
@@ -68,7 +74,7 @@ async def _kb(request: Request, who: Principal) -> tuple[Any, KnowledgeBase]:
 
 
 def _owned(kb: KnowledgeBase, who: Principal) -> None:
-    if kb.tenant_id != who.tenant_id:
+    if not kb.owned_by(who.tenant_id):
         raise KnowledgeBaseAccessError("only the owning tenant may change this knowledge base")
 
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from ragline import defaults
-from ragline.service.conversations import Message
-from ragline.service.sessions import Session
 from ragline.ingestion.faq_import import FAQEntry, FAQImportReport  # noqa: F401  (FAQImportReport: a response model)
 from ragline.retrieval.types import (
     ChunkingConfig,
@@ -18,6 +14,10 @@ from ragline.retrieval.types import (
     KnowledgeBaseType,
     SearchResult,
 )
+from ragline.service.conversations import Message
+from ragline.service.sessions import Session
+
+from ragline import defaults
 
 
 class Strict(BaseModel):

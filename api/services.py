@@ -1,30 +1,29 @@
 """What the endpoints share, built once in the app's lifespan and kept on `app.state.services`.
 
-The knowledge services (RetrievalStack, ingestion) are those of `ragline.services.Services`, the
-same instance every graph run of this process receives in its RunContext, so the API and the
-pipeline share one set of stores. They are opened on first use: a chat-only service never opens
-Chroma.
+The knowledge services (retrieval, ingestion, memory, models) are those of one
+`ragline.services.Services`, the same instance every graph run of this process receives in its
+RunContext, so the API and the pipeline share one set of stores. They open on first use: a
+chat-only service never opens Chroma.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
-
-from starlette.requests import Request
+from dataclasses import dataclass
 
 from ragline.api.auth import KeyRing
+from ragline.ingestion.service import IngestionService
+from ragline.retrieval.stack import RetrievalStack
 from ragline.service.access import Principal
 from ragline.service.backend import Backend, open_backend
 from ragline.service.conversations import SessionService
 from ragline.service.runs import RunManager
-from ragline.services import Services as CoreServices
-from ragline.settings import Settings
+from starlette.requests import Request
 
-RetrievalFactory = Callable[[], Any]  # () -> RetrievalStack
+from ragline.services import Services
+from ragline.settings import Settings
 
 
 @dataclass
@@ -34,37 +33,31 @@ class AppServices:
     runs: RunManager
     conversations: SessionService
     keyring: KeyRing
-    core: CoreServices
-    _ingestion: Any = field(default=None, repr=False)
+    core: Services
 
     def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
         return self.keyring.authenticate(request, allow_query=allow_query)
 
-    async def stack(self) -> Any:
+    async def stack(self) -> RetrievalStack:
         """The RetrievalStack (opened in a worker thread the first time: it opens Chroma)."""
         return await asyncio.to_thread(lambda: self.core.retrieval)
 
-    async def ingestion(self) -> Any:
-        if self._ingestion is None:
-            from ragline.ingestion.service import IngestionService
-
-            from ragline.entities.store import graph_store_from_settings
-
-            self._ingestion = IngestionService(await self.stack(), graph_store=await asyncio.to_thread(graph_store_from_settings))
-        return self._ingestion
+    async def ingestion(self) -> IngestionService:
+        return await asyncio.to_thread(lambda: self.core.ingestion)
 
 
 @asynccontextmanager
-async def open_services(settings: Settings, retrieval_factory: RetrievalFactory | None = None) -> AsyncIterator[AppServices]:
+async def open_services(settings: Settings, core: Services | None = None) -> AsyncIterator[AppServices]:
     keyring = KeyRing.from_settings(settings)
-    core = CoreServices(retrieval_factory=retrieval_factory)
+    core = core or Services.from_settings(settings)
     async with open_backend(settings) as backend:
-        runs = RunManager(backend, core_services=core)
+        runs = RunManager(backend, core)
         await runs.start()
         try:
             yield AppServices(settings, backend, runs, SessionService(backend, runs), keyring, core)
         finally:
             await runs.aclose()
+            await core.aclose()
 
 
 def services(request: Request) -> AppServices:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-
 from ragline.api import inputs
 from ragline.api.openapi import doc
-from ragline.api.schemas import BatchDelete, Deleted, PageQuery, SessionCreate, SessionPage, SessionUpdate, TitleRequest, page_of
+from ragline.api.schemas import (
+    BatchDelete,
+    Deleted,
+    PageQuery,
+    SessionCreate,
+    SessionPage,
+    SessionUpdate,
+    TitleRequest,
+    page_of,
+)
 from ragline.api.services import services
 from ragline.service.sessions import Session
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 TAG = "sessions"
 

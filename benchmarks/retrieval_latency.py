@@ -26,10 +26,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder, EmbeddingCache
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack, local_embedder
 from ragline.retrieval.types import SearchParams
 
@@ -108,7 +107,7 @@ async def measure_size(size: int, queries: int, pool: list[str], texts: list[str
     rng = np.random.default_rng(size)
     with tempfile.TemporaryDirectory(prefix="ragline-latency-") as tmp:
         root = Path(tmp)
-        stack = RetrievalStack.build(root, RandomVectors(size), RetrievalSettings(data_dir=root, redis_url=None, chroma_url=None))
+        stack = RetrievalStack.build(root, RandomVectors(size), RetrievalConfig(redis_url=None, chroma_url=None))
         kb = stack.knowledge_bases.create("latency")
         seconds = await ingest(stack, kb.id, size, pool, rng)
         began = time.perf_counter()
@@ -130,7 +129,7 @@ async def embedded_ingestion(count: int, pool: list[str]) -> tuple[float, float]
     with tempfile.TemporaryDirectory(prefix="ragline-embed-") as tmp:
         root = Path(tmp)
         embedder = local_embedder(root / "cache.sqlite")
-        stack = RetrievalStack.build(root, embedder, RetrievalSettings(data_dir=root, redis_url=None, chroma_url=None))
+        stack = RetrievalStack.build(root, embedder, RetrievalConfig(redis_url=None, chroma_url=None))
         kb = stack.knowledge_bases.create("embedded")
         docs = synthetic_documents(count, pool, rng)
         began = time.perf_counter()

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
+from ragline.services import Services
 from ragline.retrieval.evaluation import WHOLE_DOCUMENT, doc_text, doc_title, load_beir
 from ragline.retrieval.fusion import Hit, fuse
 from ragline.retrieval.hybrid import fusion_args
@@ -36,8 +37,8 @@ GRID_FEEDBACK_DOCS = (0, 3, 5)
 GRID_FEEDBACK_WEIGHT = (0.25, 0.5, 1.0)
 
 
-async def side_lists(data_dir: Path, embedder: Embedder, settings: RetrievalSettings, max_queries: int | None,
-                     variants: dict[str, RetrievalSettings]):
+async def side_lists(data_dir: Path, embedder: Embedder, settings: RetrievalConfig, max_queries: int | None,
+                     variants: dict[str, RetrievalConfig]):
     """Per query: the vector-only and keyword-only hit lists (pool depth) as fusion inputs, and the
     HybridSearcher run (depth 100) under each of `variants` (name -> settings)."""
     beir = load_beir(data_dir, max_queries)
@@ -84,8 +85,9 @@ async def main() -> int:
     parser.add_argument("--sets", default="", help="comma-separated folder names (default: all)")
     parser.add_argument("--grid", action="store_true", help="also print the RRF k x weight grid (nDCG@10)")
     args = parser.parse_args()
-    settings = RetrievalSettings()
-    embedder = Embedder.from_settings()
+    services = Services.from_settings()
+    settings = RetrievalConfig.from_settings(services.settings)
+    embedder = services.embedder
     root = Path(args.eval_dir)
     names = [n for n in args.sets.split(",") if n] or sorted(p.name for p in root.iterdir() if (p / "qrels.tsv").is_file())
     print(f"configured fusion: {fusion_args(settings)}; bm25 k1={settings.bm25_k1} b={settings.bm25_b}; "

@@ -48,9 +48,8 @@ class StampedStreams:
 
 def serve(port: int) -> None:
     import uvicorn
-    from starlette.applications import Starlette
-
     from ragline.api.app import create_app
+    from starlette.applications import Starlette
 
     app: Starlette = create_app()
     inner_lifespan = app.router.lifespan_context

@@ -14,7 +14,6 @@ from pathlib import Path
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-
 from ragline.graph.state import checkpoint_types
 
 REDIS_MAX_CONNECTIONS = 256  # per process and client; commands queue for a connection beyond it
@@ -57,7 +56,6 @@ def redis_serializer() -> JsonPlusSerializer:
 async def redis_saver(url: str) -> AsyncIterator[BaseCheckpointSaver]:
     """langgraph-checkpoint-redis: needs Redis 8 (or Redis Stack) with the search and JSON modules."""
     from langgraph.checkpoint.redis.aio import AsyncRedisSaver
-
     from redis.asyncio import BlockingConnectionPool, Redis
 
     # a blocking pool: under a burst of concurrent runs a write waits for a connection instead of failing

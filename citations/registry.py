@@ -6,9 +6,10 @@ generation side of `prepareMessagesWithModelContext` (chat_pipeline/references.g
 Create one Registry per answer, spanning every model call of that answer; never persist it or
 share it between requests. Its lifecycle:
 
-1. `prepare_messages` (or `append_protocol` + `render_context` + `encode_messages`) right before
-   the model call: protocol appended, positional contexts replaced by the alias view,
-   resource handles and known ids aliased.
+1. `render_context` where the contexts enter the prompt (the only rendering of them), or
+   `register_context` to give a registry rebuilt for the same answer the same aliases; then
+   `prepare_messages` right before the model call: protocol appended, resource handles and
+   known ids aliased.
 2. `stream_decoder()` once per streamed channel (answer, thinking), or `decode_message` /
    `expand_text` for a complete response.
 3. `decode_tool_calls` before any tool runs.
@@ -32,11 +33,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from ragline.citations.messages import (
-    content_contains,
-    map_content,
     map_message_text,
     map_strings,
-    prepend_text,
 )
 from ragline.citations.protocol import append_protocol, protocol_prompt
 from ragline.citations.render import (
@@ -115,6 +113,23 @@ class Registry:
     def register_web(self, url: str, title: str = "", *, evidence: bool = True) -> str:
         return self._sources.register_web(url, title, evidence=evidence)
 
+    def register_context(self, results: Iterable[SourceChunk], *, faq_priority: bool = False) -> list[tuple[SourceChunk, str]]:
+        """Register `results` as `render_context` does, in the same order, without rendering.
+
+        A later model call of the same answer (or a registry rebuilt for it) gets the aliases the
+        rendered contexts used: each result, then its document and knowledge base.
+        """
+        registered: list[tuple[SourceChunk, str]] = []
+        for result in order_by_faq_priority(results, faq_priority):
+            alias = self._sources.register_result(result)
+            if not alias:
+                continue
+            if not result.is_web:
+                self._sources.register_document(result.knowledge_id)
+                self._sources.register_knowledge_base(result.knowledge_base_id)
+            registered.append((result, alias))
+        return registered
+
     def render_context(
         self,
         results: Iterable[SourceChunk],
@@ -125,10 +140,7 @@ class Registry:
         """Register `results` and render them as `<search_results>` / `<web_search_results>`."""
         chunks: list[ChunkView] = []
         pages: list[PageView] = []
-        for result in order_by_faq_priority(results, faq_priority):
-            alias = self._sources.register_result(result)
-            if not alias:
-                continue
+        for result, alias in self.register_context(results, faq_priority=faq_priority):
             if result.is_web:
                 domain = urlsplit(result.page_url).hostname or ""
                 pages.append(PageView(alias, self.encode_text(result.content), self.encode_text(result.title), domain))
@@ -179,20 +191,11 @@ class Registry:
             encoded.append(message)
         return encoded
 
-    def prepare_messages(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        results: Sequence[SourceChunk] = (),
-        rendered_contexts: str = "",
-        faq_priority: bool = False,
-        faq_direct_answer_threshold: float | None = None,
-    ) -> list[BaseMessage]:
-        """The messages to send: protocol appended, contexts replaced, everything encoded.
+    def prepare_messages(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The messages to send: the protocol appended to the system prompt, everything encoded.
 
-        `rendered_contexts` is the positional contexts string the context template was filled
-        with; where it occurs (system prompt or last message) it is replaced by the alias view,
-        otherwise the alias view is put in front of the last message.
+        The contexts are already in the messages, rendered by `render_context` of this registry
+        (or of one that registered the same results with `register_context`).
         """
         prepared = list(messages)
         first = prepared[0] if prepared else None
@@ -200,11 +203,6 @@ class Registry:
             prepared[0] = first.model_copy(update={"content": self._with_protocol(first.content)})
         else:
             prepared.insert(0, SystemMessage(content=self.protocol_prompt().lstrip()))
-        if results:
-            model_context = self.render_context(
-                results, faq_priority=faq_priority, faq_direct_answer_threshold=faq_direct_answer_threshold
-            )
-            prepared = _place_context(prepared, rendered_contexts, model_context)
         return self.encode_messages(prepared)
 
     def _with_protocol(self, content: str | list[Any]) -> str | list[Any]:
@@ -286,18 +284,3 @@ class Registry:
             return self._sources.durable_for(value.strip(), kind) or value
         return value
 
-
-def _place_context(messages: list[BaseMessage], rendered_contexts: str, model_context: str) -> list[BaseMessage]:
-    """Swap the positional contexts for the alias view where they occur, else prefix the last message."""
-    placed = list(messages)
-    replaced = False
-    for index in sorted({0, len(placed) - 1}):
-        message = placed[index]
-        if rendered_contexts and content_contains(message.content, rendered_contexts):
-            content = map_content(message.content, lambda t: t.replace(rendered_contexts, model_context))
-            placed[index] = message.model_copy(update={"content": content})
-            replaced = True
-    if not replaced:
-        last = placed[-1]
-        placed[-1] = last.model_copy(update={"content": prepend_text(last.content, model_context)})
-    return placed

@@ -115,28 +115,27 @@ def parse_graph(text: str) -> ExtractedGraph:
         raise ExtractionError(f"the graph does not have the expected shape: {exc}") from exc
 
 
-async def _ask(model: str | None, prompt: str, options: ChatOptions) -> str:
+async def _ask(client: ChatClient, prompt: str, options: ChatOptions) -> str:
     """Structured output first, then the plain prompt for servers that reject response_format."""
     messages: list[Message] = [{"role": "user", "content": prompt}]
-    client = ChatClient.for_model(model)
     try:
         return (await client.chat(messages, options)).content
     except ChatModelError:
         return (await client.chat(messages, replace(options, response_format=None))).content
 
 
-async def extract_query_entities(query: str, model: str | None = None) -> list[str]:
+async def extract_query_entities(query: str, client: ChatClient) -> list[str]:
     """ExtractEntity: the entities a question is about (raises ChatModelError, ExtractionError)."""
     prompt = prompts.render(prompts.get("graph_extraction", "extract_entity").text(), query=query)
     options = ChatOptions(temperature=0.0, max_tokens=defaults.ENTITY_EXTRACT_MAX_TOKENS, response_format=ENTITIES_FORMAT)
-    return parse_entities(await _ask(model, prompt, options))
+    return parse_entities(await _ask(client, prompt, options))
 
 
-async def extract_graph(text: str, model: str | None = None) -> ExtractedGraph:
+async def extract_graph(text: str, client: ChatClient) -> ExtractedGraph:
     """ExtractGraph: entities and relationships of one passage (raises ChatModelError, ExtractionError)."""
     prompt = prompts.render(prompts.get("graph_extraction", "extract_graph").text(), content=text)
     options = ChatOptions(temperature=0.0, max_tokens=defaults.GRAPH_EXTRACT_MAX_TOKENS, response_format=GRAPH_FORMAT)
-    return parse_graph(await _ask(model, prompt, options))
+    return parse_graph(await _ask(client, prompt, options))
 
 
 class TextChunk(Protocol):
@@ -160,7 +159,7 @@ async def extract_document_graph(
     knowledge_base_id: str,
     knowledge_id: str,
     chunks: Sequence[TextChunk],
-    model: str | None = None,
+    client: ChatClient,
     concurrency: int = defaults.GRAPH_EXTRACT_CONCURRENCY,
 ) -> GraphExtractionReport:
     """The ingestion step: extract every chunk, merge by entity name, replace the document's graph.
@@ -175,7 +174,7 @@ async def extract_document_graph(
     async def one(chunk: TextChunk) -> ExtractedGraph | str:
         async with semaphore:
             try:
-                return await extract_graph(chunk.content, model)
+                return await extract_graph(chunk.content, client)
             except (ChatModelError, ExtractionError) as exc:
                 log.warning("graph extraction failed for chunk %s: %s", chunk.id, exc)
                 return str(exc)

@@ -22,7 +22,7 @@ from ragline.entities.types import (
 )
 
 from ragline import defaults
-from ragline.settings import Settings, get_settings
+from ragline.settings import Settings
 
 T = TypeVar("T")
 
@@ -191,7 +191,11 @@ def normalize_document_graph(knowledge_base_id: str, knowledge_id: str, nodes: l
     return nodes, relations
 
 
-def _build_store(settings: Settings) -> GraphStore:
+def open_graph_store(settings: Settings) -> GraphStore:
+    """The graph store the settings choose: a Bolt server when configured, else DuckDB under data_dir.
+
+    Built once per process by the composition root (ragline.services.Services).
+    """
     if settings.graph_bolt_url:
         from ragline.entities.neo4j_store import Neo4jGraphStore
 
@@ -200,18 +204,3 @@ def _build_store(settings: Settings) -> GraphStore:
     from ragline.entities.duckdb_store import DuckDBGraphStore
 
     return DuckDBGraphStore(settings.data_dir / "graph.duckdb")
-
-
-_stores: dict[tuple[object, ...], GraphStore] = {}
-_stores_lock = threading.Lock()
-
-
-def graph_store_from_settings(settings: Settings | None = None) -> GraphStore:
-    """The process's graph store for the current settings (one DuckDB file or one Bolt driver)."""
-    settings = settings or get_settings()
-    key = (settings.graph_bolt_url, settings.graph_bolt_user, settings.graph_bolt_database,
-           None if settings.graph_bolt_url else str(settings.data_dir))
-    with _stores_lock:
-        if key not in _stores:
-            _stores[key] = _build_store(settings)
-        return _stores[key]

@@ -1,41 +1,56 @@
 """PipelineBuilder: the seed's pipelines as LangGraph StateGraphs (types.NewPipelineBuilder).
 
-`add` / `add_if` list stages in order; `compile_pipeline` turns the list into a graph in which
-every edge is conditional and evaluated on the state when the stage ends, in the seed's order:
+`add` / `add_if` list stages in order; `compile_pipeline` turns the list into a graph that reads
+like the pipeline:
 
-1. a cancelled run stops at once (checked first: a stop must never look like "nothing found");
-2. "search found nothing" goes to the fallback node; any other error ends the turn;
-3. otherwise the next stage whose AddIf condition holds runs; retrieval stages are skipped when
-   the intent needs no retrieval.
+- inside a stage, its plugin chain as plain edges (parallel branches joined by the next node);
+- at each stage boundary one router whose path map names only the places it can really reach:
+  the next stage, the stages an AddIf (or an intent that needs no retrieval) can skip to, the
+  fallback answer after a search that may find nothing, and END;
+- a progress window (the seed's progress card) is an `open_<window>` node before its first stage
+  and a `close_<window>` node that every way out of the window passes through.
+
+Routers decide in the seed's order: a stopped run ends at once (a stop must never look like
+"nothing found"); "search found nothing" goes to the fallback; any other error ends the turn;
+otherwise the next stage whose conditions hold runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime, get_runtime
-
-from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
+from ragline.graph.events import ProgressWindow
+from ragline.graph.progress import close_name, close_window, open_name, open_window
 from ragline.graph.request import PipelineRequest
 from ragline.graph.stages import STAGE_NODES, Parallel, Stage, StageSpec
-from ragline.graph.state import ErrorKind, PipelineInput, PipelineOutput, PipelineState, needs_retrieval
+from ragline.graph.state import (
+    ErrorKind,
+    PipelineInput,
+    PipelineOutput,
+    PipelineState,
+    needs_retrieval,
+)
 from ragline.nodes.begin_turn import begin_turn
 from ragline.nodes.fallback import fallback
-from ragline.nodes.load_history import has_history
 
 Condition = Callable[[PipelineState], bool]
 BEGIN, FALLBACK = "begin_turn", "fallback"
 
 
+class PipelineBuildError(ValueError):
+    """A pipeline the graph cannot express (e.g. a window entered past its first stage)."""
+
+
 @dataclass(frozen=True)
 class Step:
     stage: Stage
-    condition: Condition | None = None
+    conditions: tuple[Condition, ...] = ()  # AddIf: the stage runs only when all hold
 
 
 @dataclass(frozen=True)
@@ -58,7 +73,7 @@ class PipelineBuilder:
         return self
 
     def add_if(self, condition: Condition, stage: Stage) -> PipelineBuilder:
-        self._steps.append(Step(stage, condition))
+        self._steps.append(Step(stage, (condition,)))
         return self
 
     def build(self) -> Pipeline:
@@ -72,6 +87,11 @@ def _request(state: PipelineState) -> PipelineRequest:
     return state["request"]
 
 
+def has_history(state: PipelineState) -> bool:
+    """Multi-turn is on and the thread has an earlier answer."""
+    return _request(state).max_history_rounds > 0 and any(m.type == "ai" for m in state.get("messages", []))
+
+
 def web_search_enabled(state: PipelineState) -> bool:
     return _request(state).web_search_enabled
 
@@ -83,6 +103,11 @@ def data_analysis_enabled(state: PipelineState) -> bool:
 def uses_knowledge(state: PipelineState) -> bool:
     """The seed's choice of the RAG pipeline: a knowledge base in scope or web search on."""
     return _request(state).uses_knowledge
+
+
+def intent_needs_retrieval(state: PipelineState) -> bool:
+    """NeedsRetrieval: the implicit condition of every stage marked needs_retrieval."""
+    return needs_retrieval(state.get("intent", ""), _request(state))
 
 
 # --- the seed's pipelines (session_knowledge_qa.go) and static presets (types.Pipeline) ---
@@ -124,19 +149,11 @@ def dynamic_pipeline() -> Pipeline:
     `uses_knowledge` picks per request exactly the list KnowledgeQA would have built.
     """
     chat_stages = set(chat_pipeline().stages)
-    steps = []
-    for step in rag_pipeline().steps:
-        if step.stage in chat_stages:
-            steps.append(step)
-        else:
-            steps.append(Step(step.stage, _both(uses_knowledge, step.condition)))
+    steps = [
+        step if step.stage in chat_stages else Step(step.stage, (uses_knowledge, *step.conditions))
+        for step in rag_pipeline().steps
+    ]
     return Pipeline("ragline", tuple(steps))
-
-
-def _both(first: Condition, second: Condition | None) -> Condition:
-    if second is None:
-        return first
-    return lambda state: first(state) and second(state)
 
 
 PRESETS: dict[str, Callable[[], Pipeline]] = {
@@ -159,63 +176,142 @@ PRESETS: dict[str, Callable[[], Pipeline]] = {
 }
 
 
-# --- compilation ---
+# --- the plan: where each router may go, worked out once from the step list ---
 
 
 @dataclass(frozen=True)
-class _Unit:
-    """One position in the flattened pipeline: a node, or parallel branches joined by the next unit."""
+class _Placed:
+    """One step of the pipeline with what the graph needs to know about it."""
 
-    names: tuple[str, ...]
-    nodes: tuple[Callable[..., Any], ...]
-    step: int  # index of the pipeline step (stage) it belongs to
-    first: bool  # first unit of its stage: where the step's condition is checked
-    last: bool  # last unit of its stage
+    step: Step
+    spec: StageSpec
 
     @property
-    def parallel(self) -> bool:
-        return len(self.names) > 1
+    def requires(self) -> frozenset[Condition]:
+        extra = (intent_needs_retrieval,) if self.spec.needs_retrieval else ()
+        return frozenset((*self.step.conditions, *extra))
+
+    @property
+    def window(self) -> ProgressWindow | None:
+        return self.spec.window
+
+    @property
+    def entry(self) -> str:
+        first = self.spec.chain[0]
+        if isinstance(first, Parallel):
+            raise PipelineBuildError(f"stage {self.step.stage} cannot begin with parallel branches")
+        return first.node_name
+
+    @property
+    def exit(self) -> str:
+        last = self.spec.chain[-1]
+        if isinstance(last, Parallel):
+            raise PipelineBuildError(f"stage {self.step.stage} cannot end with parallel branches: the next node must join them")
+        return last.node_name
+
+    def runs(self, state: PipelineState) -> bool:
+        return all(condition(state) for condition in self.requires)
 
 
-def _units(steps: Sequence[Step], stages: dict[Stage, StageSpec]) -> list[_Unit]:
-    units: list[_Unit] = []
-    for index, step in enumerate(steps):
-        chain = stages[step.stage].chain
-        for position, item in enumerate(chain):
-            nodes = item.branches if isinstance(item, Parallel) else (item,)
-            units.append(
-                _Unit(
-                    names=tuple(node.node_name for node in nodes),
-                    nodes=tuple(node.fn for node in nodes),
-                    step=index,
-                    first=position == 0,
-                    last=position == len(chain) - 1,
-                )
-            )
-    return units
+@dataclass
+class _Plan:
+    placed: list[_Placed]
+    windows: dict[ProgressWindow, tuple[int, int]] = field(default_factory=dict)  # first and last step index
 
+    @classmethod
+    def of(cls, pipeline: Pipeline, stages: dict[Stage, StageSpec]) -> _Plan:
+        plan = cls([_Placed(step, stages[step.stage]) for step in pipeline.steps if step.stage in stages])
+        for index, placed in enumerate(plan.placed):
+            window = placed.window
+            if window is None:
+                continue
+            first, last = plan.windows.get(window, (index, index))
+            if last not in (index, index - 1):
+                raise PipelineBuildError(f"the stages of the {window.value} window must be adjacent")
+            plan.windows[window] = (first, index)
+        return plan
 
-def _step_runs(step: Step, stages: dict[Stage, StageSpec], state: PipelineState) -> bool:
-    if step.condition is not None and not step.condition(state):
-        return False
-    return not (stages[step.stage].needs_retrieval and not needs_retrieval(state.get("intent", ""), state["request"]))
+    def known_true(self, after: int, inside: ProgressWindow | None) -> frozenset[Condition]:
+        """Conditions that must hold at this point: those of the step that ran, and of the window's first step."""
+        known: set[Condition] = set()
+        if after >= 0:
+            known |= self.placed[after].requires
+        if inside is not None:
+            known |= self.placed[self.windows[inside][0]].requires
+        return frozenset(known)
 
+    def may_find_nothing(self, first: int, last: int) -> bool:
+        return any(p.spec.finds_nothing for p in self.placed[first : last + 1])
 
-def _next(units: Sequence[_Unit], after: int, steps: Sequence[Step], stages: dict[Stage, StageSpec], state: PipelineState, context: RunContext) -> str | list[str]:
-    """Where to go when unit `after` ends: stop, fallback, the stage's next node, or the next stage."""
-    if context.is_cancelled():
-        return END
-    error = state.get("error")
-    if error is not None:
-        return FALLBACK if error.kind == ErrorKind.SEARCH_NOTHING else END
-    if after >= 0 and not units[after].last:
-        target = units[after + 1]
-        return list(target.names) if target.parallel else target.names[0]
-    current_step = units[after].step if after >= 0 else -1
-    for unit in units[after + 1 :]:
-        if unit.first and unit.step > current_step and _step_runs(steps[unit.step], stages, state):
-            return list(unit.names) if unit.parallel else unit.names[0]
-    return END
+    def entry_of(self, index: int, inside: ProgressWindow | None) -> str:
+        """The node that starts step `index` when reached from within `inside` (or from no window)."""
+        placed = self.placed[index]
+        window = placed.window
+        if window is not None and window != inside:
+            if self.windows[window][0] != index:
+                raise PipelineBuildError(f"{placed.step.stage} can be reached without the first stage of its {window.value} window")
+            return open_name(window)
+        return placed.entry
+
+    def _walk(self, after: int, inside: ProgressWindow | None, known_true: frozenset[Condition]) -> list[str]:
+        """The stage entries reachable after step `after`, in pipeline order.
+
+        A stage whose conditions are all known to hold ends the walk; a stage skipped for a single
+        unknown condition proves that condition false for the stages after it.
+        """
+        targets: list[str] = []
+        known_false: set[Condition] = set()
+        for index in range(after + 1, len(self.placed)):
+            placed = self.placed[index]
+            if placed.requires & known_false:
+                continue  # a condition already known to fail: this stage cannot run from here
+            if inside is not None and placed.window != inside:
+                break  # leaving the window: its close node decides what follows
+            targets.append(self.entry_of(index, inside))
+            unknown = placed.requires - known_true
+            if not unknown:
+                break  # runs for certain: nothing after it is reachable from here
+            if len(unknown) == 1:
+                known_false |= unknown
+        return targets
+
+    def targets(self, after: int, inside: ProgressWindow | None) -> list[str]:
+        """Every node the router after step `after` can choose (after = -1: after begin_turn)."""
+        targets = self._walk(after, inside, self.known_true(after, inside))
+        if inside is not None:
+            targets.append(close_name(inside))  # stops, errors and the way on all leave through the card's close
+        else:
+            if after >= 0 and self.placed[after].spec.finds_nothing:
+                targets.append(FALLBACK)
+            targets.append(END)  # a stop, an error, or nothing left to run
+        return list(dict.fromkeys(targets))
+
+    def close_targets(self, window: ProgressWindow) -> list[str]:
+        """Where the run goes once the window's card is closed."""
+        first, last = self.windows[window]
+        targets = self._walk(last, None, self.placed[first].requires)
+        if self.may_find_nothing(first, last):
+            targets.append(FALLBACK)
+        targets.append(END)
+        return list(dict.fromkeys(targets))
+
+    def route(self, after: int, inside: ProgressWindow | None, state: PipelineState, context: RunContext) -> str:
+        """Where the run goes when step `after` ends (or `inside`'s close node when after is the window's last)."""
+        if context.is_cancelled():
+            return close_name(inside) if inside is not None else END
+        error = state.get("error")
+        if error is not None:
+            if inside is not None:
+                return close_name(inside)
+            return FALLBACK if error.kind == ErrorKind.SEARCH_NOTHING else END
+        for index in range(after + 1, len(self.placed)):
+            placed = self.placed[index]
+            if not placed.runs(state):
+                continue
+            if inside is not None and placed.window != inside:
+                return close_name(inside)
+            return self.entry_of(index, inside)
+        return close_name(inside) if inside is not None else END
 
 
 def _current_context() -> RunContext:
@@ -225,47 +321,32 @@ def _current_context() -> RunContext:
         return RunContext()
 
 
-def _router(units: Sequence[_Unit], after: int, steps: Sequence[Step], stages: dict[Stage, StageSpec]) -> Callable[[PipelineState], str | list[str]]:
-    def route(state: PipelineState) -> str | list[str]:
-        return _next(units, after, steps, stages, state, _current_context())
+def _router(plan: _Plan, name: str, targets: list[str], decide: Callable[[PipelineState, RunContext], str]) -> Callable[[PipelineState], str]:
+    def route(state: PipelineState) -> str:
+        target = decide(state, _current_context())
+        if target not in targets:  # the path map is the contract Studio draws: never leave it
+            raise PipelineBuildError(f"router {name} chose {target!r}, outside its targets {targets}")
+        return target
 
-    route.__name__ = f"after_{units[after].names[0]}" if after >= 0 else "route_first_stage"
+    route.__name__ = name
     return route
 
 
-def _windowed(units: Sequence[_Unit], index: int, node: Callable[..., Any], steps: Sequence[Step], stages: dict[Stage, StageSpec]) -> Callable[..., Any]:
-    """The node, wrapped to open and close its stage's progress window on every path."""
-    unit = units[index]
-    spec = stages[steps[unit.step].stage]
-    window = spec.window
-    if window is None:
-        return node
-    in_window = {name for u in units for name in u.names if stages[steps[u.step].stage].window == window}
+def _with_services(node: Callable[..., Any], services: Any) -> Callable[..., Any]:
+    """The node, given `services` when the host's run context carries none (Studio, a parent graph)."""
 
-    async def run(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        context, turn = context_of(runtime), state["turn"]
-        if not unit.parallel and state.get("open_window") != window:
-            events.emit(context, events.tool_call(turn, window, {"query": state["request"].query}))
-        try:
-            update = await node(state, runtime)
-        except BaseException as exc:  # the card must close even when the stage fails or is cancelled
-            events.emit(context, events.tool_result(turn, window, success=False, error=str(exc) or type(exc).__name__))
-            raise
-        if unit.parallel:
-            return update  # branches never write the window key: the join decides
-        merged: PipelineState = {**state, **update}  # type: ignore[typeddict-item]
-        target = _next(units, index, steps, stages, merged, context)
-        if (set(target) if isinstance(target, list) else {target}) <= in_window:
-            return {**update, "open_window": window.value}
-        error = merged.get("error")
-        output = {key: merged[key] for key in spec.result_keys if key in merged}
-        success = error is None or error.kind == ErrorKind.SEARCH_NOTHING
-        events.emit(context, events.tool_result(turn, window, success=success, output=output, error=error.message if error else None))
-        return {**update, "open_window": None}
+    async def run(state: PipelineState, runtime: Runtime[RunContext]) -> Any:
+        context = context_of(runtime)
+        if context.services is None:
+            runtime = runtime.override(context=replace(context, services=services))
+        return await node(state, runtime)
 
-    run.__name__ = getattr(node, "__name__", "stage")
+    run.__name__ = getattr(node, "__name__", "node")
     run.__doc__ = node.__doc__
     return run
+
+
+# --- compilation ---
 
 
 def compile_pipeline(
@@ -273,26 +354,65 @@ def compile_pipeline(
     *,
     stages: dict[Stage, StageSpec] | None = None,
     checkpointer: Any = None,
-    store: Any = None,
+    services: Any = None,
     name: str | None = None,
 ) -> CompiledStateGraph:
-    """A StateGraph for `pipeline`, wiring only the stages that have nodes."""
-    stages = STAGE_NODES if stages is None else stages
-    steps = [step for step in pipeline.steps if step.stage in stages]
-    units = _units(steps, stages)
+    """A StateGraph for `pipeline`, wiring only the stages that have nodes.
+
+    `services` (ragline.services.Services) is used by runs whose context brings none: hosts that
+    cannot pass objects in the run context, such as `langgraph dev` or a parent graph.
+    """
+    plan = _Plan.of(pipeline, STAGE_NODES if stages is None else stages)
     graph = StateGraph(PipelineState, context_schema=RunContext, input_schema=PipelineInput, output_schema=PipelineOutput)
-    graph.add_node(BEGIN, begin_turn)
-    graph.add_node(FALLBACK, fallback)
-    graph.add_edge(START, BEGIN)
-    for index, unit in enumerate(units):
-        for node_name, node in zip(unit.names, unit.nodes):
-            graph.add_node(node_name, _windowed(units, index, node, steps, stages))
-    later = [[name for u in units[i + 1 :] for name in u.names] for i in range(-1, len(units))]
-    graph.add_conditional_edges(BEGIN, _router(units, -1, steps, stages), [*later[0], FALLBACK, END])
-    for index, unit in enumerate(units):
-        if unit.parallel:
-            graph.add_edge(list(unit.names), units[index + 1].names[0])  # the next unit joins the branches
+
+    def add_node(node_name: str, fn: Callable[..., Any]) -> None:
+        if node_name in graph.nodes:
+            raise PipelineBuildError(f"two stages use the node name {node_name!r}")
+        graph.add_node(node_name, _with_services(fn, services) if services is not None else fn)
+
+    def add_router(source: str, targets: list[str], decide: Callable[[PipelineState, RunContext], str]) -> None:
+        if len(targets) == 1:
+            graph.add_edge(source, targets[0])
         else:
-            graph.add_conditional_edges(unit.names[0], _router(units, index, steps, stages), [*later[index + 1], FALLBACK, END])
-    graph.add_edge(FALLBACK, END)
-    return graph.compile(checkpointer=checkpointer, store=store, name=name or pipeline.name)
+            graph.add_conditional_edges(source, _router(plan, f"after_{source}", targets, decide), targets)
+
+    add_node(BEGIN, begin_turn)
+    has_fallback = plan.may_find_nothing(0, len(plan.placed) - 1)
+    if has_fallback:  # only a pipeline that searches can find nothing
+        add_node(FALLBACK, fallback)
+        graph.add_edge(FALLBACK, END)
+    graph.add_edge(START, BEGIN)
+    add_router(BEGIN, plan.targets(-1, None), lambda s, c: plan.route(-1, None, s, c))
+    for window, (first, last) in plan.windows.items():
+        result_keys = tuple(key for placed in plan.placed[first : last + 1] for key in placed.spec.result_keys)
+        add_node(open_name(window), open_window(window))
+        add_node(close_name(window), close_window(window, result_keys))
+        graph.add_edge(open_name(window), plan.placed[first].entry)
+        add_router(close_name(window), plan.close_targets(window), lambda s, c, last=last: plan.route(last, None, s, c))
+    for index, placed in enumerate(plan.placed):
+        _wire_chain(graph, placed, add_node)
+        inside = placed.window
+        add_router(placed.exit, plan.targets(index, inside), lambda s, c, i=index, w=inside: plan.route(i, w, s, c))
+    return graph.compile(checkpointer=checkpointer, name=name or pipeline.name)
+
+
+def _wire_chain(graph: StateGraph, placed: _Placed, add_node: Callable[[str, Callable[..., Any]], None]) -> None:
+    """The stage's plugin chain as plain edges; parallel branches fan out and the next node joins them."""
+    previous: list[str] = []
+    for item in placed.spec.chain:
+        nodes = item.branches if isinstance(item, Parallel) else (item,)
+        for node in nodes:
+            add_node(node.node_name, node.fn)
+        names = [node.node_name for node in nodes]
+        for name in names:
+            if len(previous) == 1:
+                graph.add_edge(previous[0], name)
+        if len(previous) > 1:
+            graph.add_edge(previous, names[0])
+        previous = names
+
+
+def stage_nodes(pipeline: Pipeline, stages: dict[Stage, StageSpec] | None = None) -> Sequence[str]:
+    """Every stage node of the pipeline in order (the builder's stage list, for checks and docs)."""
+    plan = _Plan.of(pipeline, STAGE_NODES if stages is None else stages)
+    return [name for placed in plan.placed for name in placed.spec.node_names]

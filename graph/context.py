@@ -24,11 +24,12 @@ class RunContext:
     user_message_id: str = field(default="", metadata={"description": "Id of the user message; generated when empty."})
     assistant_message_id: str = field(default="", metadata={"description": "Id of the assistant message; generated when empty."})
     tenant_id: str = field(default="default", metadata={"description": "Tenant whose knowledge bases may be searched."})
+    user_id: str = field(default="default", metadata={"description": "User asking (with the tenant: whose long-term memories are recalled)."})
     agent: AgentConfig | None = field(default=None, metadata={"description": "Defaults for every request setting (the seed's agent configuration); a request's explicit values win."})
     # Host-provided handles (not JSON): typed Any so Studio's schema stays plain.
     event_sink: Any = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well."})
     cancel_event: Any = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
-    services: Any = field(default=None, repr=False, metadata={"description": "ragline.services.Services to use instead of the process default."})
+    services: Any = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
 
     def is_cancelled(self) -> bool:
         event = self.cancel_event

@@ -11,7 +11,6 @@ from typing import Any
 
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, Field
-
 from ragline.graph.context import RunContext
 from ragline.graph.state import TurnIds
 

@@ -1,7 +1,7 @@
-"""The compiled graphs that langgraph.json names (Studio, `langgraph dev`, embedding).
+"""The named graphs: `ragline` (dynamic: pure chat or RAG per request) and the seed's presets.
 
-`ragline` is the dynamic pipeline (pure chat or RAG per request); the others are the seed's
-static presets. Hosts that need a checkpointer compile their own with `build_graph`.
+Hosts compile their own with `build_graph`, giving the checkpointer they use and, when their run
+context cannot carry objects (Studio, a parent graph), the services to fall back on.
 """
 
 from __future__ import annotations
@@ -9,22 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
-
 from ragline.graph.builder import PRESETS, compile_pipeline, dynamic_pipeline
 
+GRAPH_NAMES = ("ragline", *PRESETS)
 
-def build_graph(preset: str = "ragline", *, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
-    """A compiled pipeline; `store` (a LangGraph BaseStore) turns long-term memory recall on."""
+
+def build_graph(preset: str = "ragline", *, checkpointer: Any = None, services: Any = None) -> CompiledStateGraph:
+    """A compiled pipeline. `services` (ragline.services.Services) serves runs whose context has none."""
     if preset == "ragline":
-        return compile_pipeline(dynamic_pipeline(), checkpointer=checkpointer, store=store)
+        return compile_pipeline(dynamic_pipeline(), checkpointer=checkpointer, services=services)
     if preset not in PRESETS:
         raise ValueError(f"unknown pipeline {preset!r}; choose ragline or one of {', '.join(PRESETS)}")
-    return compile_pipeline(PRESETS[preset](), checkpointer=checkpointer, store=store, name=preset)
-
-
-ragline = build_graph("ragline")
-chat = build_graph("chat")
-chat_stream = build_graph("chat_stream")
-chat_history_stream = build_graph("chat_history_stream")
-rag = build_graph("rag")
-rag_stream = build_graph("rag_stream")
+    return compile_pipeline(PRESETS[preset](), checkpointer=checkpointer, services=services, name=preset)

@@ -17,7 +17,10 @@ from ragline.nodes.chat_completion import chat_completion
 from ragline.nodes.chat_completion_stream import chat_completion_stream
 from ragline.nodes.chunk_merge import chunk_merge
 from ragline.nodes.chunk_search import chunk_search
-from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel
+from ragline.nodes.chunk_search_parallel import (
+    check_search_nothing,
+    chunk_search_parallel,
+)
 from ragline.nodes.data_analysis import data_analysis
 from ragline.nodes.entity_search import entity_search
 from ragline.nodes.extract_entity import extract_entity
@@ -81,12 +84,20 @@ class StageSpec:
 
     chain: tuple[Node | Parallel, ...]
     needs_retrieval: bool = False  # skipped when the intent needs no retrieval (NeedsRetrieval)
+    finds_nothing: bool = False  # may end in ErrSearchNothing, which leads to the fallback answer
     window: ProgressWindow | None = None  # the progress card this stage runs under
     result_keys: tuple[str, ...] = ()  # state keys shown in the window's tool_result
 
     @classmethod
     def of(cls, *chain: NodeFn | Node | Parallel, **options: Any) -> StageSpec:
-        return cls(tuple(Node(item) if callable(item) and not isinstance(item, Node) else item for item in chain), **options)
+        return cls(tuple(item if isinstance(item, Node | Parallel) else Node(item) for item in chain), **options)
+
+    @property
+    def node_names(self) -> list[str]:
+        names: list[str] = []
+        for item in self.chain:
+            names += [node.node_name for node in item.branches] if isinstance(item, Parallel) else [item.node_name]
+        return names
 
 
 _SEARCH = ProgressWindow.KNOWLEDGE_SEARCH
@@ -98,12 +109,15 @@ STAGE_NODES: dict[Stage, StageSpec] = {
     Stage.QUERY_UNDERSTAND: StageSpec.of(
         query_understand, extract_entity, window=ProgressWindow.QUERY_UNDERSTAND, result_keys=("rewrite_query", "intent")
     ),
-    Stage.CHUNK_SEARCH: StageSpec.of(chunk_search_parallel, chunk_search, check_search_nothing, needs_retrieval=True, window=_SEARCH),
+    Stage.CHUNK_SEARCH: StageSpec.of(
+        chunk_search_parallel, chunk_search, check_search_nothing, needs_retrieval=True, finds_nothing=True, window=_SEARCH
+    ),
     Stage.CHUNK_SEARCH_PARALLEL: StageSpec.of(
         chunk_search_parallel,
         Parallel((Node(chunk_search), Node(entity_search))),
         check_search_nothing,
         needs_retrieval=True,
+        finds_nothing=True,
         window=_SEARCH,
     ),
     # the seed's chain order on chunk_rerank: rerank, then memory affinity, then the wiki boost

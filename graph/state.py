@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any
 
-from typing_extensions import TypedDict  # pydantic builds JSON schemas (Studio) only from this one on 3.11
-
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-
 from ragline.graph.request import PipelineRequest, SearchTarget
+from typing_extensions import (
+    TypedDict,  # pydantic builds JSON schemas (Studio) only from this one on 3.11
+)
 
 
 class QueryIntent(StrEnum):
@@ -167,7 +167,6 @@ class PipelineState(TypedDict, total=False):
     memory_prompt: str  # long-term memories recalled for this turn
     chat_response: ChatResponse | None
     error: PipelineError | None
-    open_window: str | None  # the progress window (tool_call) currently open, if any
 
 
 PER_TURN_RESET: dict[str, Any] = {
@@ -187,7 +186,6 @@ PER_TURN_RESET: dict[str, Any] = {
     "memory_prompt": "",
     "chat_response": None,
     "error": None,
-    "open_window": None,
 }
 # keys with a reducer need langgraph.types.Overwrite to be reset; begin_turn handles them
 PER_TURN_ACCUMULATING = ("search_results",)
@@ -213,7 +211,6 @@ class PipelineOutput(TypedDict, total=False):
 def checkpoint_types() -> list[type]:
     """Our classes that appear in checkpoints, for the serializer's msgpack allow-list."""
     from ragline.graph import request
-
     from ragline.retrieval import types as retrieval_types
 
     return [

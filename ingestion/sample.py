@@ -25,10 +25,9 @@ def sample_files() -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix in (".md", ".txt"))
 
 
-async def ensure_sample_kb(stack: RetrievalStack | None = None, tenant_id: str = "default",
+async def ensure_sample_kb(stack: RetrievalStack, tenant_id: str = "default",
                            progress: Progress | None = None) -> KnowledgeBase:
     """Create the `sample` knowledge base if missing and (re-)ingest any changed sample file."""
-    stack = stack or RetrievalStack.from_settings()
     try:
         kb = stack.knowledge_bases.get_by_name(SAMPLE_KB_NAME, tenant_id)
     except KnowledgeBaseNotFoundError:

@@ -22,6 +22,7 @@ from ragline.entities.extraction import extract_document_graph
 from ragline.entities.store import GraphStore
 from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
 from ragline.ingestion.parsers import parse_file
+from ragline.models.chat import ChatClient
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
 from ragline.retrieval.stack import RetrievalStack
@@ -107,18 +108,20 @@ def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -
 class IngestionService:
     """Documents in, chunks out to the catalog, vectors and keywords; optionally the entity graph.
 
-    With a `graph_store`, documents of a knowledge base that has graph extraction enabled also get
-    their entities and relationships extracted (an LLM call per chunk) after they are stored.
+    With a `graph_store` and a `chat` model, documents of a knowledge base that has graph
+    extraction enabled also get their entities and relationships extracted (an LLM call per
+    chunk) after they are stored.
     """
 
-    def __init__(self, stack: RetrievalStack, graph_store: GraphStore | None = None) -> None:
+    def __init__(self, stack: RetrievalStack, graph_store: GraphStore | None = None, chat: ChatClient | None = None) -> None:
         self.stack = stack
         self.catalog = stack.catalog
         self.graph_store = graph_store
+        self.chat = chat
 
     def _kb(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
         kb = self.stack.knowledge_bases.get(kb_id, tenant_id)
-        if kb.tenant_id != tenant_id:
+        if not kb.owned_by(tenant_id):
             raise KnowledgeBaseAccessError(f"tenant {tenant_id} does not own knowledge base {kb.name}")
         return kb
 
@@ -194,11 +197,11 @@ class IngestionService:
 
     async def _extract_graph(self, kb: KnowledgeBase, docs: list[PreparedDocument]) -> None:
         """The optional graph step; its failure leaves the (already searchable) document as it is."""
-        if self.graph_store is None or kb.id not in await self.graph_store.extraction_enabled([kb.id]):
+        if self.graph_store is None or self.chat is None or kb.id not in await self.graph_store.extraction_enabled([kb.id]):
             return
         for doc in docs:
             try:
-                await extract_document_graph(self.graph_store, kb.id, doc.knowledge.id, [c for c in doc.chunks if c.indexed])
+                await extract_document_graph(self.graph_store, kb.id, doc.knowledge.id, [c for c in doc.chunks if c.indexed], self.chat)
             except Exception as exc:
                 log.warning("graph extraction of %s failed: %s", doc.knowledge.title, exc)
 

@@ -25,7 +25,6 @@ from ragline import defaults
 log = logging.getLogger(__name__)
 
 NAMESPACE_ROOT = ("ragline", "memories")
-_SCAN_LIMIT = 10_000  # memories read per caller for ranking; far above what one person accrues
 
 
 def _label(value: str) -> str:
@@ -139,7 +138,7 @@ class MemoryService:
         return [float(s) for s in _cosine(query_vector, vectors)]
 
     async def _all(self, caller: Caller) -> list[Memory]:
-        items = await self.store.asearch(caller.namespace, limit=_SCAN_LIMIT)
+        items = await self.store.asearch(caller.namespace, limit=defaults.MEMORY_SCAN_LIMIT)
         # asearch matches by prefix: keep this caller's own namespace only
         memories = [_memory(item) for item in items if tuple(item.namespace) == caller.namespace]
         return sorted(memories, key=lambda m: m.created_at, reverse=True)

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import litellm
-
 from ragline.models.local_provider import PROVIDER, register_local_provider
 from ragline.models.think import Part as ChatDelta
 from ragline.models.think import ThinkSplitter
+
 from ragline.settings import get_settings
 
 Message = dict[str, Any]

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import litellm
 import numpy as np
-
 from ragline.models.local_provider import PROVIDER, register_local_provider
-from ragline.settings import Settings, get_settings
+
+from ragline.settings import Settings
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)
 
@@ -98,8 +98,7 @@ class Embedder:
             register_local_provider()
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> Embedder:
-        settings = settings or get_settings()
+    def from_settings(cls, settings: Settings) -> Embedder:
         return cls(
             model=settings.embedding_model,
             api_base=settings.embedding_api_base,

@@ -20,8 +20,8 @@ from typing import Any
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse
-
 from ragline.models.gguf import QWEN_CODER_05B, assemble
+
 from ragline.settings import get_settings
 
 PROVIDER = "ragline"

@@ -7,14 +7,12 @@ previous turn, and records the user's message in the conversation at once (IsCom
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import ValidationError
-
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import effective_request
@@ -26,15 +24,7 @@ from ragline.graph.state import (
     PipelineState,
     TurnIds,
 )
-
-
-def new_turn_ids(context: RunContext) -> TurnIds:
-    return TurnIds(
-        session_id=context.session_id or str(uuid.uuid4()),
-        request_id=context.request_id or str(uuid.uuid4()),
-        user_message_id=context.user_message_id or str(uuid.uuid4()),
-        assistant_message_id=context.assistant_message_id or str(uuid.uuid4()),
-    )
+from ragline.graph.turn import turn_ids
 
 
 def _invalid(turn: TurnIds, context: RunContext, exc: ValidationError) -> dict[str, Any]:
@@ -48,11 +38,12 @@ def _invalid(turn: TurnIds, context: RunContext, exc: ValidationError) -> dict[s
 async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Fix the turn's ids, settle the request, clear last turn's results, append the user message.
 
-    The request is the agent's defaults (run context) overlaid with what the caller set; plain
-    JSON input (Studio, HTTP) is validated here, and invalid input ends the turn with an error.
+    The request is the agent's defaults (run context) overlaid with what the caller set. A host
+    hands a built request; plain JSON input (Studio, a parent graph) is validated here, and
+    invalid input ends the turn with an error.
     """
     context = context_of(runtime)
-    turn = new_turn_ids(context)
+    turn = turn_ids(context)  # the host's ids; minted only when a host gave none (Studio)
     try:
         request = effective_request(state["request"], context.agent)
     except ValidationError as exc:

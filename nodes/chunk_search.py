@@ -13,34 +13,31 @@ from collections import defaultdict
 from typing import Any
 
 from langgraph.runtime import Runtime
-
-from ragline import defaults
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import PipelineRequest, SearchTarget
-from ragline.graph.state import ErrorKind, PipelineError, PipelineState, merge_search_results
+from ragline.graph.state import (
+    ErrorKind,
+    PipelineError,
+    PipelineState,
+    merge_search_results,
+)
 from ragline.retrieval.errors import (
     EmbeddingModelMismatchError,
     KnowledgeBaseAccessError,
     KnowledgeBaseNotFoundError,
     RetrievalError,
 )
-from ragline.retrieval.expansion import expand_search  # query expansion (issue 3)
+from ragline.retrieval.expansion import expand_search
+from ragline.retrieval.scope import target_documents
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import SearchParams, SearchResult
+from ragline.web.search import WebSearch, WebSearchError
+
+from ragline import defaults
 from ragline.services import services_of
-from ragline.web.search import WebSearchError, search_web
 
 _REQUEST_ERRORS = (KnowledgeBaseNotFoundError, KnowledgeBaseAccessError, EmbeddingModelMismatchError)
-
-
-def _scoped_knowledge_ids(stack: RetrievalStack, target: SearchTarget) -> list[str]:
-    """Documents of a scoped target: the ones named, plus those carrying one of its tags."""
-    ids = list(target.knowledge_ids)
-    if target.tag_ids:
-        wanted = set(target.tag_ids)
-        ids += [k.id for k in stack.catalog.list_knowledge(target.knowledge_base_id) if wanted & set(k.metadata.get("tags", []))]
-    return list(dict.fromkeys(ids))
 
 
 def _params(request: PipelineRequest, query: str, tenant: str, kb_ids: list[str], embedding: list[float], **extra: Any) -> SearchParams:
@@ -70,25 +67,24 @@ async def search_targets(stack: RetrievalStack, request: PipelineRequest, query:
         if whole:
             searches.append(_params(request, query, tenant, whole, embedding))
         for target in (t for t in group if t.is_scoped):
-            knowledge_ids = _scoped_knowledge_ids(stack, target)
+            knowledge_ids = target_documents(target, stack.catalog) or []
             if knowledge_ids:
                 searches.append(_params(request, query, tenant, [target.knowledge_base_id], embedding, knowledge_ids=knowledge_ids, disable_recall_thresholds=True))
     batches = await asyncio.gather(*(stack.searcher.search(p) for p in searches))
     results = merge_search_results([], [result for batch in batches for result in batch])
-    # --- query expansion (seed: query_expansion.go), added for issue 3 by the retrieval work ---
+    # query expansion (seed: query_expansion.go): only when recall fell short of embedding top-k
     if request.query_expansion_enabled and len(results) < request.embedding_top_k:
         expanded = await expand_search(stack.searcher, searches, request.embedding_top_k, request.rerank_top_k)
         results = merge_search_results(results, expanded)  # primary hits keep their place
-    # --- end of query expansion ---
     return results
 
 
-async def web_results(request: PipelineRequest, query: str) -> list[SearchResult]:
+async def web_results(request: PipelineRequest, query: str, web: WebSearch) -> list[SearchResult]:
     """searchWebIfEnabled: a failing web search costs its results, never the answer."""
     if not request.web_search_enabled:
         return []
     try:
-        return await asyncio.wait_for(search_web(query), defaults.WEB_SEARCH_TIMEOUT_S)
+        return await asyncio.wait_for(web.search(query), defaults.WEB_SEARCH_TIMEOUT_S)
     except (WebSearchError, TimeoutError):
         return []
 
@@ -98,11 +94,12 @@ async def chunk_search(state: PipelineState, runtime: Runtime[RunContext]) -> di
     request, context = state["request"], context_of(runtime)
     targets = state.get("search_targets", [])
     query = state.get("rewrite_query") or request.query
-    web = asyncio.ensure_future(web_results(request, query))
+    services = services_of(runtime)
+    web = asyncio.ensure_future(web_results(request, query, services.web_search))
     results: list[SearchResult] = []
     if targets:
         try:
-            results = await search_targets(services_of(runtime).retrieval, request, query, context.tenant_id, targets)
+            results = await search_targets(services.retrieval, request, query, context.tenant_id, targets)
         except RetrievalError as exc:
             web.cancel()
             # a missing or forbidden knowledge base means a wrong request; anything else, a failing store

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.runtime import Runtime
-from ragline.entities.store import GraphStoreError, graph_store_from_settings
+from ragline.entities.store import GraphStoreError
 from ragline.entities.types import GraphMatch, Namespace
 from ragline.graph.context import RunContext, context_of
-from ragline.graph.request import SearchTarget
 from ragline.graph.state import PipelineState
-from ragline.nodes.chunk_search_parallel import resolve_targets
 from ragline.retrieval.catalog import Catalog
+from ragline.retrieval.scope import DocumentScope, resolve_targets
 from ragline.retrieval.types import SearchResult
 
 from ragline import defaults
@@ -33,45 +31,7 @@ log = logging.getLogger(__name__)
 GRAPH_SOURCE = "graph"
 
 
-@dataclass
-class _Scope:
-    """Which documents each knowledge base of the turn allows (None: the whole base)."""
-
-    documents: dict[str, set[str] | None] = field(default_factory=dict)
-
-    def allows(self, kb_id: str, knowledge_id: str) -> bool:
-        if kb_id not in self.documents:
-            return False
-        allowed = self.documents[kb_id]
-        return allowed is None or knowledge_id in allowed
-
-
-def _target_documents(target: SearchTarget, catalog: Catalog) -> set[str] | None:
-    """The documents a target covers: None for a whole base; named documents plus tagged ones."""
-    if not target.is_scoped:
-        return None
-    ids = set(target.knowledge_ids)
-    if target.tag_ids:
-        wanted = set(target.tag_ids)
-        ids |= {k.id for k in catalog.list_knowledge(target.knowledge_base_id) if wanted & set(k.metadata.get("tags", []))}
-    return ids
-
-
-def turn_scope(targets: list[SearchTarget], graph_kb_ids: list[str], catalog: Catalog) -> _Scope:
-    scope = _Scope()
-    for target in targets:
-        kb_id = target.knowledge_base_id
-        if kb_id not in graph_kb_ids:
-            continue
-        documents = _target_documents(target, catalog)
-        if documents is None or scope.documents.get(kb_id, set()) is None:
-            scope.documents[kb_id] = None  # a whole-base target wins over scoped ones
-        else:
-            scope.documents[kb_id] = scope.documents.get(kb_id, set()) | documents
-    return scope
-
-
-def namespaces_of(scope: _Scope) -> list[Namespace]:
+def namespaces_of(scope: DocumentScope) -> list[Namespace]:
     """The seed's NameSpace{KnowledgeBase, Knowledge} list searched in parallel."""
     out: list[Namespace] = []
     for kb_id, documents in scope.documents.items():
@@ -98,7 +58,7 @@ def _graph_facts(match: GraphMatch) -> tuple[list[str], dict[str, list[str]], di
     return list(dict.fromkeys(order)), entities, relations
 
 
-def graph_results(match: GraphMatch, catalog: Catalog, scope: _Scope, tenant_id: str,
+def graph_results(match: GraphMatch, catalog: Catalog, scope: DocumentScope, tenant_id: str,
                   limit: int = defaults.ENTITY_SEARCH_MAX_RESULTS) -> list[SearchResult]:
     """The matched chunks as SearchResults (score 0), checked against the catalog and the scope."""
     order, entities, relations = _graph_facts(match)
@@ -111,7 +71,7 @@ def graph_results(match: GraphMatch, catalog: Catalog, scope: _Scope, tenant_id:
         if chunk is None or not scope.allows(chunk.knowledge_base_id, chunk.knowledge_id):
             continue
         kb, document = kbs.get(chunk.knowledge_base_id), documents.get(chunk.knowledge_id)
-        if kb is None or document is None or (kb.tenant_id != tenant_id and not kb.shared):
+        if kb is None or document is None or not kb.readable_by(tenant_id):
             continue
         results.append(SearchResult(
             id=chunk.id, content=chunk.content, score=0.0, knowledge_id=chunk.knowledge_id,
@@ -136,12 +96,12 @@ async def entity_search(state: PipelineState, runtime: Runtime[RunContext]) -> d
     entities, kb_ids = state.get("entities") or [], state.get("entity_kb_ids") or []
     if not entities or not kb_ids:
         return {}
-    request, context = state["request"], context_of(runtime)
+    request, context, services = state["request"], context_of(runtime), services_of(runtime)
     try:
-        catalog = services_of(runtime).retrieval.catalog
+        catalog = services.retrieval.catalog
         targets = state.get("search_targets") or resolve_targets(request, catalog)
-        scope = turn_scope(targets, kb_ids, catalog)
-        search = graph_store_from_settings().search(namespaces_of(scope), entities)
+        scope = DocumentScope.of(targets, catalog, kb_ids)
+        search = services.graph_store.search(namespaces_of(scope), entities)
         match = await asyncio.wait_for(search, defaults.ENTITY_SEARCH_TIMEOUT_S)
     except (GraphStoreError, TimeoutError) as exc:
         log.warning("entity_search failed: %s", exc)

@@ -14,27 +14,22 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 from ragline.entities.extraction import ExtractionError, extract_query_entities
-from ragline.entities.store import graph_store_from_settings
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import PipelineState, needs_kb_retrieval
 from ragline.models.chat import ChatModelError
-from ragline.nodes.chunk_search_parallel import resolve_targets
+from ragline.retrieval.scope import has_knowledge_scope, resolve_targets
 
-from ragline.services import services_of
+from ragline.services import Services, services_of
 
 log = logging.getLogger(__name__)
 
 
-def has_knowledge_scope(request: PipelineRequest) -> bool:
-    return bool(request.knowledge_base_ids or request.knowledge_ids or request.search_targets)
-
-
-async def graph_enabled_kb_ids(request: PipelineRequest, runtime: Any) -> list[str]:
+async def graph_enabled_kb_ids(request: PipelineRequest, services: Services) -> list[str]:
     """Knowledge bases in the request's scope whose graph extraction is enabled, in scope order."""
-    targets = resolve_targets(request, services_of(runtime).retrieval.catalog)
+    targets = resolve_targets(request, services.retrieval.catalog)
     kb_ids = list(dict.fromkeys(t.knowledge_base_id for t in targets))
-    enabled = await graph_store_from_settings().extraction_enabled(kb_ids)
+    enabled = await services.graph_store.extraction_enabled(kb_ids)
     return [kb_id for kb_id in kb_ids if kb_id in enabled]
 
 
@@ -48,15 +43,16 @@ async def extract_entity(state: PipelineState, runtime: Runtime[RunContext]) -> 
     request = state["request"]
     if not needs_kb_retrieval(state.get("intent", "")) or not has_knowledge_scope(request):
         return {}
+    services = services_of(runtime)
     try:
-        kb_ids = await graph_enabled_kb_ids(request, runtime)
+        kb_ids = await graph_enabled_kb_ids(request, services)
     except Exception as exc:  # an unreachable graph or catalog must not stop the answer
         log.warning("extract_entity skipped: %s", exc)
         return {}
     if not kb_ids:
         return {}
     try:
-        entities = await extract_query_entities(state.get("rewrite_query") or request.query, request.chat_model)
+        entities = await extract_query_entities(state.get("rewrite_query") or request.query, services.chat(request.chat_model))
     except (ChatModelError, ExtractionError) as exc:
         log.warning("extract_entity found no entities: %s", exc)
         return {}

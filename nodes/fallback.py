@@ -9,21 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
-
-from ragline import prompts
+from ragline.generation.answer import (
+    assistant_message,
+    chat_options,
+    model_error_update,
+    stream_answer,
+)
+from ragline.generation.messages import placeholder_values
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import FallbackStrategy, PipelineRequest
 from ragline.graph.state import ChatResponse, PipelineState
 from ragline.models.chat import ChatModelError
-from ragline.nodes._generation import (
-    assistant_message,
-    chat_client_for,
-    chat_options,
-    model_error_update,
-    placeholder_values,
-    stream_answer,
-)
+
+from ragline import prompts
+from ragline.services import services_of
 
 
 def _template(request: PipelineRequest) -> prompts.PromptTemplate:
@@ -44,7 +44,7 @@ async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[s
         response = ChatResponse(content=text, finish_reason="stop", fallback=True)
     else:
         prompt = prompts.render(request.fallback_prompt or _template(request).text("prompt"), **placeholder_values(state))
-        client = chat_client_for(request)
+        client = services_of(runtime).chat(request.chat_model)
         try:
             response = await stream_answer(
                 client, [{"role": "user", "content": prompt}], chat_options(request), turn, context, fallback=True

@@ -12,11 +12,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
-
-from ragline import defaults
 from ragline.graph.context import RunContext
 from ragline.graph.state import HistoryTurn, PipelineState
 from ragline.models.think import strip_think
+
+from ragline import defaults
 
 
 def _text(message: AnyMessage) -> str:
@@ -49,12 +49,6 @@ def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_reques
                 )
             )
     return rounds[-max_rounds:]
-
-
-def has_history(state: PipelineState) -> bool:
-    """AddIf condition: multi-turn is on and the thread has an earlier answer."""
-    request = state["request"]
-    return request.max_history_rounds > 0 and any(isinstance(m, AIMessage) for m in state.get("messages", []))
 
 
 async def load_history(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:

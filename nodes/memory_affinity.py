@@ -15,14 +15,13 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.runtime import Runtime
-
-from ragline import defaults
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.retrieval.types import SearchResult
 
+from ragline import defaults
+
 _CITED_DOCUMENT = re.compile(r"<kb\b[^>]*\bknowledge_id=\"([^\"]+)\"")
-_LOG_WEIGHT = 0.05  # 2 citations -> x1.05, 20 -> x1.15 (the cap)
 
 
 def citation_counts(messages: Sequence[AnyMessage]) -> Counter[str]:
@@ -37,7 +36,7 @@ def citation_counts(messages: Sequence[AnyMessage]) -> Counter[str]:
 def affinity_factor(citations: int) -> float:
     if citations < defaults.MEMORY_AFFINITY_MIN_CITATIONS:
         return 1.0
-    return min(defaults.MEMORY_AFFINITY_MAX_FACTOR, 1.0 + _LOG_WEIGHT * math.log2(citations))
+    return min(defaults.MEMORY_AFFINITY_MAX_FACTOR, 1.0 + defaults.MEMORY_AFFINITY_LOG_WEIGHT * math.log2(citations))
 
 
 def apply_affinity(results: list[SearchResult], counts: Counter[str]) -> list[SearchResult]:

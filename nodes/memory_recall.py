@@ -1,8 +1,7 @@
 """memory_recall: the caller's long-term memories for this question (seed: memory_recall.go, PluginMemoryRecall).
 
-Memory is on when the graph was compiled with a store (LangGraph hands it to the node as
-`runtime.store`). The caller's memories (tenant + user of the run context) closest to the
-question go into `memory_prompt`, and a memory_recalled event tells the client which ones were
+The caller's memories (tenant + user of the run context, from the services' memory store)
+closest to the question go into `memory_prompt`, and a memory_recalled event tells the client which ones were
 used. No chat model is called, and nothing here can stop the answer: a failing store or
 embedder, or a slow one, just means no memories this turn.
 """
@@ -17,38 +16,36 @@ from langgraph.runtime import Runtime
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.state import PipelineState
-from ragline.memory.service import Caller, MemoryService, render_memory_prompt
-from ragline.memory.store import memory_embedder
+from ragline.memory.service import Caller, render_memory_prompt
 
 from ragline import defaults
-from ragline.settings import get_settings
+from ragline.services import services_of
 
 log = logging.getLogger(__name__)
 
 
 def caller_of(context: RunContext) -> Caller:
-    """Tenant + user of the run; hosts without users share the tenant's "default" user."""
-    return Caller(context.tenant_id or "default", getattr(context, "user_id", "") or "default")
+    """Tenant + user of the run: each user of a tenant has memories of their own."""
+    return Caller(context.tenant_id or "default", context.user_id or "default")
 
 
 async def memory_recall(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Recall the caller's memories closest to the question into memory_prompt.
 
-    Reads request.query and runtime.store; writes memory_prompt and emits memory_recalled when
-    something was recalled. Returns nothing when the graph has no store.
+    Reads request.query; writes memory_prompt and emits memory_recalled when something was
+    recalled.
     """
-    store = getattr(runtime, "store", None)
     query = state["request"].query
-    if store is None or not query.strip():
+    if not query.strip():
         return {}
     context = context_of(runtime)
-    settings = get_settings()
+    services = services_of(runtime)
     try:
-        # built off the event loop: the first call opens the embedding cache (file I/O)
-        service = MemoryService(store, await asyncio.to_thread(memory_embedder, settings))
+        # opened off the event loop: the first call opens the store and the embedding cache (file I/O)
+        memory = await asyncio.to_thread(lambda: services.memory)
         memories = await asyncio.wait_for(
-            service.search(caller_of(context), query, defaults.MEMORY_RECALL_LIMIT, settings.memory_min_score,
-                           defaults.MEMORY_RECALL_MARGIN),
+            memory.search(caller_of(context), query, defaults.MEMORY_RECALL_LIMIT, services.settings.memory_min_score,
+                          defaults.MEMORY_RECALL_MARGIN),
             defaults.MEMORY_RECALL_TIMEOUT_S,
         )
     except Exception as exc:  # the seed's rule: a memory failure never interrupts the answer

@@ -12,17 +12,15 @@ from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
-
-from ragline import defaults, prompts
+from ragline.generation.messages import language_of
+from ragline.generation.understanding import Understanding, parse_understanding
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, PipelineState, QueryIntent, needs_retrieval
-from ragline.models.chat import ChatClient, ChatModelError, ChatOptions, Message
-from ragline.nodes._generation import language_of
-from ragline.nodes._rewrite_parsing import Understanding, parse_understanding
-from ragline.settings import get_settings
+from ragline.models.chat import ChatModelError, ChatOptions, Message
 
-_HISTORY_ANSWER_CHARS = 600  # enough of an earlier answer to resolve references to it
+from ragline import defaults, prompts
+from ragline.services import Services, services_of
 
 # Structured output where the provider supports it: small local models follow a schema reliably
 # (llama.cpp constrains decoding to it) where a prose instruction alone loops or drifts.
@@ -48,7 +46,8 @@ def format_conversation(history: list[HistoryTurn]) -> str:
         return "(none)"
     lines = []
     for turn in history:
-        answer = turn.answer if len(turn.answer) <= _HISTORY_ANSWER_CHARS else turn.answer[:_HISTORY_ANSWER_CHARS] + "…"
+        limit = defaults.REWRITE_HISTORY_ANSWER_CHARS
+        answer = turn.answer if len(turn.answer) <= limit else turn.answer[:limit] + "…"
         lines += [f"User: {turn.query}", f"Assistant: {answer}"]
     return "\n".join(lines)
 
@@ -60,11 +59,11 @@ def _vision_model(request: PipelineRequest) -> str | None:
     return request.vlm_model
 
 
-def candidate_models(request: PipelineRequest) -> list[str | None]:
+def candidate_models(request: PipelineRequest, configured_small: str | None = None) -> list[str | None]:
     """Models to try in order: the small understanding model first, then the chat model."""
     if request.images and (vision := _vision_model(request)):
         return [vision]
-    small = request.query_understand_model or get_settings().query_understand_model
+    small = request.query_understand_model or configured_small
     return [small, request.chat_model] if small else [request.chat_model]
 
 
@@ -87,7 +86,7 @@ def build_messages(state: PipelineState) -> list[Message]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-async def understand(state: PipelineState) -> Understanding:
+async def understand(state: PipelineState, services: Services) -> Understanding:
     request = state["request"]
     images = bool(request.images)
     structured = ChatOptions(
@@ -98,8 +97,8 @@ async def understand(state: PipelineState) -> Understanding:
     plain = replace(structured, response_format=None)  # for servers that reject structured output
     messages = build_messages(state)
     last_error: ChatModelError | None = None
-    for model in candidate_models(request):
-        client = ChatClient.for_model(model)
+    for model in candidate_models(request, services.settings.query_understand_model):
+        client = services.chat(model)
         for options in (structured, plain):
             try:
                 result = await client.chat(messages, options)
@@ -133,7 +132,7 @@ async def query_understand(state: PipelineState, runtime: Runtime[RunContext]) -
     if not request.rewrite_enabled:
         return {"rewrite_query": request.query, "intent": ""}
     try:
-        result = await understand(state)
+        result = await understand(state, services_of(runtime))
     except ChatModelError:
         result = Understanding(request.query, "", "", parsed=False)
     return {

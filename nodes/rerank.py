@@ -11,12 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
-
-from ragline import defaults
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import PipelineState
-from ragline.models.rerank import RerankError, Reranker
+from ragline.models.rerank import Reranker, RerankError
 from ragline.retrieval.reranking import (
     Scored,
     apply_faq_boost,
@@ -26,9 +24,9 @@ from ragline.retrieval.reranking import (
     with_composite,
 )
 from ragline.retrieval.types import SearchResult
-from ragline.services import services_of
 
-_PASSAGE_MAX_CHARS = 4000  # one passage per rerank document; longer ones are cut from the end
+from ragline import defaults
+from ragline.services import services_of
 
 
 def is_scoped(request: PipelineRequest) -> bool:
@@ -41,7 +39,7 @@ def candidates(results: list[SearchResult]) -> list[SearchResult]:
 
 
 async def model_scores(reranker: Reranker, query: str, results: list[SearchResult]) -> list[Scored]:
-    passages = [enriched_passage(r, _PASSAGE_MAX_CHARS) for r in results]
+    passages = [enriched_passage(r, defaults.RERANK_PASSAGE_MAX_CHARS) for r in results]
     return [Scored(results[s.index], s.score) for s in await reranker.rerank(query, passages)]
 
 

@@ -22,6 +22,8 @@ from ragline.web.fetch import WebFetcher
 from ragline.web.guard import WebFetchError
 from ragline.web.search import is_web_result
 
+from ragline.services import services_of
+
 log = logging.getLogger(__name__)
 
 
@@ -63,5 +65,5 @@ async def web_fetch(state: PipelineState, runtime: Runtime[RunContext]) -> dict[
     results = list(state.get("rerank_results") or [])
     if not should_fetch(request) or not any(isinstance(r, SearchResult) and is_web_result(r) for r in results):
         return {}
-    async with WebFetcher() as fetcher:
+    async with services_of(runtime).web_fetcher() as fetcher:
         return {"rerank_results": await fetch_top_web_results(results, request.web_fetch_top_n, fetcher)}

@@ -13,11 +13,12 @@ import re
 import sys
 import uuid
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from ragline.graph.events import ResponseType, StreamResponse
+from ragline.services import Services
 
 DIM, RESET = "\033[2m", "\033[0m"
 
@@ -46,23 +47,22 @@ def _progress(label: str):
     return report
 
 
-async def resolve_knowledge_bases(args: argparse.Namespace) -> list[str]:
+async def resolve_knowledge_bases(args: argparse.Namespace, services: Services) -> list[str]:
     """Ids of the --kb names (or ids), plus the bundled sample base with --sample (indexed on first use)."""
     names = list(getattr(args, "kb", None) or [])
     if not names and not getattr(args, "sample", False):
         return []
     from ragline.retrieval.errors import RetrievalError
-    from ragline.services import default_services
 
-    stack = default_services().retrieval
+    stack = await asyncio.to_thread(lambda: services.retrieval)  # opens Chroma: off the event loop
     try:
-        ids = [stack.knowledge_bases.resolve(name).id for name in names]
+        ids = [stack.knowledge_bases.resolve(name, args.tenant).id for name in names]
     except RetrievalError as exc:
         raise CLIError(str(exc)) from None
     if getattr(args, "sample", False):
         from ragline.ingestion.sample import ensure_sample_kb
 
-        ids.append((await ensure_sample_kb(stack, progress=_progress("indexing the sample knowledge base"))).id)
+        ids.append((await ensure_sample_kb(stack, args.tenant, progress=_progress("indexing the sample knowledge base"))).id)
     return ids
 
 
@@ -119,49 +119,63 @@ class TerminalPrinter:
             self._in_thinking = False
 
 
-async def _ask(args: argparse.Namespace, query: str, session_id: str, saver: object, kb_ids: list[str]) -> bool:
+async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: str, session_id: str, kb_ids: list[str]) -> bool:
     from ragline.graph.context import RunContext
-    from ragline.graph.graphs import build_graph
     from ragline.graph.request import PipelineRequest
-    from ragline.graph.run import stream_turn
+    from ragline.graph.turn import stream_turn
 
     try:
         request = PipelineRequest(**_request_fields(args, query, kb_ids))
     except ValidationError as exc:
         raise CLIError(exc.errors()[0]["msg"]) from None
-    from ragline.memory.store import memory_store_from_settings
-
-    graph = build_graph(args.pipeline, checkpointer=saver, store=memory_store_from_settings())
     printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty())
-    async for event in stream_turn(graph, request, RunContext(session_id=session_id)):
+    context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services)
+    async for event in stream_turn(graph, request, context):
         printer(event)
     return not printer.failed
+
+
+def _graph(args: argparse.Namespace, saver: object) -> Any:
+    from ragline.graph.graphs import build_graph
+
+    try:
+        return build_graph(args.pipeline, checkpointer=saver)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 async def _run_ask(args: argparse.Namespace) -> int:
     from ragline.checkpoints.savers import memory_saver
 
-    kb_ids = await resolve_knowledge_bases(args)
-    ok = await _ask(args, " ".join(args.question), str(uuid.uuid4()), memory_saver(), kb_ids)
+    services = Services.from_settings()
+    try:
+        kb_ids = await resolve_knowledge_bases(args, services)
+        ok = await _ask(args, _graph(args, memory_saver()), services, " ".join(args.question), str(uuid.uuid4()), kb_ids)
+    finally:
+        await services.aclose()
     return 0 if ok else 1
 
 
 async def _run_chat(args: argparse.Namespace) -> int:
     from ragline.checkpoints.savers import sqlite_saver
-    from ragline.settings import get_settings
 
+    services = Services.from_settings()
     session_id = args.session or str(uuid.uuid4())
-    kb_ids = await resolve_knowledge_bases(args)
-    async with sqlite_saver(get_settings().data_dir / "sessions.sqlite") as saver:
-        print(f"session {session_id} (continue later with --session {session_id}); empty line or Ctrl-D quits")
-        while True:
-            try:
-                line = await asyncio.to_thread(input, "> ")
-            except EOFError:
-                break
-            if not line.strip():
-                break
-            await _ask(args, line, session_id, saver, kb_ids)
+    try:
+        kb_ids = await resolve_knowledge_bases(args, services)
+        async with sqlite_saver(services.settings.data_dir / "sessions.sqlite") as saver:
+            graph = _graph(args, saver)
+            print(f"session {session_id} (continue later with --session {session_id}); empty line or Ctrl-D quits")
+            while True:
+                try:
+                    line = await asyncio.to_thread(input, "> ")
+                except EOFError:
+                    break
+                if not line.strip():
+                    break
+                await _ask(args, graph, services, line, session_id, kb_ids)
+    finally:
+        await services.aclose()
     return 0
 
 
@@ -171,6 +185,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pipeline", default="ragline", help="graph to run: ragline (default), chat, chat_stream, rag_stream ...")
     parser.add_argument("--kb", action="append", metavar="NAME", help="answer from this knowledge base (repeatable)")
     parser.add_argument("--sample", action="store_true", help="answer from the bundled sample knowledge base")
+    parser.add_argument("--tenant", default="default", help="tenant whose knowledge bases and memories are used")
+    parser.add_argument("--user", default="default", help="user whose long-term memories are recalled")
 
 
 def build_parser() -> argparse.ArgumentParser:

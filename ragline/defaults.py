@@ -14,6 +14,21 @@ RRF_K = 60  # classic reciprocal-rank-fusion constant
 RRF_VECTOR_WEIGHT = 0.7  # vector ranks dominate fusion
 RRF_KEYWORD_WEIGHT = 0.3  # keyword ranks break ties and catch exact terms
 FAQ_MAX_DEEPENING_ROUNDS = 5  # iterative FAQ deepening: at most 5 doublings of top-k
+ZSCORE_VECTOR_WEIGHT = 0.6  # z-score fusion (ours, measured best on the shared sets): vectors lead...
+ZSCORE_KEYWORD_WEIGHT = 0.4  # ...and keywords weigh more than in RRF, since z-scores keep their margins
+BM25_K1 = 1.5  # term-frequency saturation; best or level on all three shared sets (1.2 lost 0.005 on Cranfield)
+BM25_B = 0.75  # length normalisation (Lucene default)
+HNSW_EF_SEARCH = 200  # Chroma HNSW search breadth: high enough to be near-exact at our sizes
+HNSW_MAX_NEIGHBORS = 32  # Chroma HNSW M of new collections (Chroma's 16 lost rows here)
+FEEDBACK_DOCS = 3  # fused hits whose vectors refine the query vector (Rocchio; 0 turns it off)
+FEEDBACK_WEIGHT = 0.5  # Rocchio beta: the weight of those hits' mean vector
+
+# --- chunking (the Go system's splitter defaults) ---
+CHUNK_SIZE = 512  # characters per chunk
+CHUNK_OVERLAP = 80  # characters repeated between neighbours so a sentence is not cut blind
+PARENT_CHUNK_SIZE = 4096  # parent chunks give the model wide context...
+CHILD_CHUNK_SIZE = 384  # ...while small children keep the vectors precise
+EMBEDDING_BATCH_SIZE = 32  # texts per embedding call: large enough to amortise a remote round trip
 
 # --- request defaults (PipelineRequest) ---
 DEFAULT_VECTOR_THRESHOLD = 0.5  # cosine similarity below which a vector hit is noise
@@ -32,6 +47,7 @@ HISTORY_FETCH_SLACK = 10  # messages fetched beyond max_rounds*2 to survive unpa
 # --- query understanding (query_understand.go) ---
 QUERY_UNDERSTAND_MAX_TOKENS = 512  # rewrite + intent JSON is short
 QUERY_UNDERSTAND_IMAGE_MAX_TOKENS = 2048  # image rounds must fit the full OCR text
+REWRITE_HISTORY_ANSWER_CHARS = 600  # enough of an earlier answer to resolve references to it
 
 # --- generation (chat_completion_stream.go) ---
 TRUNCATION_FINISH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
@@ -42,6 +58,7 @@ RERANK_RETRY_FACTOR = 0.7  # one retry at threshold*0.7 when nothing passes
 RERANK_RETRY_FLOOR = 0.3  # ...never below 0.3
 RERANK_MAX_CANDIDATES = 200  # passages sent to the rerank model at most
 RERANK_TIMEOUT_S = 60.0  # a slower rerank call falls back to search scores
+RERANK_PASSAGE_MAX_CHARS = 4000  # one passage per rerank document; longer ones are cut from the end
 COMPOSITE_MODEL_WEIGHT = 0.6  # composite = 0.6*model + 0.3*base + 0.1*source
 COMPOSITE_BASE_WEIGHT = 0.3
 COMPOSITE_SOURCE_WEIGHT = 0.1
@@ -49,6 +66,7 @@ WEB_SOURCE_WEIGHT = 0.95  # web pages are slightly less trusted than the knowled
 MMR_LAMBDA = 0.7  # relevance vs. diversity
 MEMORY_AFFINITY_MIN_CITATIONS = 2  # documents cited at least twice before get a nudge
 MEMORY_AFFINITY_MAX_FACTOR = 1.15  # ...of at most 15%, only to break near-ties
+MEMORY_AFFINITY_LOG_WEIGHT = 0.05  # factor = 1 + 0.05*log2(citations): 2 -> x1.05, 20 -> x1.15 (the cap)
 WIKI_BOOST_FACTOR = 1.3  # wiki pages are LLM-synthesised knowledge, preferred to raw chunks
 
 # --- streaming (stream/*.go) ---
@@ -71,6 +89,7 @@ MESSAGE_MAX_PAGE_SIZE = 200
 SESSION_BATCH_DELETE_MAX = 100  # ids in one batch delete
 TITLE_MAX_CHARS = 60  # a generated session title is cut to this length
 TITLE_TIMEOUT_S = 30.0  # a title call slower than this falls back to the question's first words
+TITLE_MAX_TOKENS = 32  # a title is a few words; the cap stops a rambling model early
 UPLOAD_MAX_BYTES = 50 * 1024 * 1024  # one uploaded document at most
 
 # --- web search + web_fetch (web_fetch.go, searchutil.ConvertWebSearchResults) ---
@@ -80,6 +99,7 @@ WEB_FETCH_MAX_DOWNLOAD_BYTES = 2_000_000  # a page body larger than this is cut 
 WEB_FETCH_MAX_REDIRECTS = 5  # enough for http->https->www hops, too few for a redirect loop
 WEB_SEARCH_TIMEOUT_S = 10.0  # a web search slower than this is dropped; KB search goes on
 WEB_RESULT_MIN_RANK_SCORE = 0.5  # providers give no score: rank maps linearly onto [0.5, 1]
+WEB_SEARCH_MAX_RESULTS = 5  # web results per question: about what rerank keeps anyway
 
 # --- entity graph (extract_entity.go, search_entity.go) ---
 ENTITY_SEARCH_MAX_RESULTS = 30  # chunks an entity search contributes at most
@@ -94,11 +114,18 @@ ENTITY_SEARCH_TIMEOUT_S = 10.0  # a slow graph server costs the graph hits, neve
 DATA_ANALYSIS_QUERY_TIMEOUT_S = 10.0  # a runaway SQL query is interrupted, the answer goes on
 DATA_ANALYSIS_MAX_ROWS = 50  # rows of a query result shown to the model
 DATA_ANALYSIS_MAX_TOKENS = 512  # the decision + one SQL statement
+DATA_ANALYSIS_SAMPLE_ROWS = 3  # example rows per table in the schema shown to the model
+DATA_ANALYSIS_MEMORY_LIMIT = "256MB"  # one analysis must not crowd out the rest of the service
 
 # --- long-term memory (memory_recall.go) ---
 MEMORY_RECALL_LIMIT = 5  # memories injected per question
 MEMORY_RECALL_TIMEOUT_S = 10.0  # recall that takes longer is skipped; the answer does not wait
 MEMORY_RECALL_MARGIN = 0.05  # e5 scores bunch up: only memories this close to the best one are recalled
+MEMORY_MIN_SCORE = 0.78  # similarity a memory needs to be recalled (multilingual-e5-small scores unrelated pairs ~0.7)
+MEMORY_SCAN_LIMIT = 10_000  # memories read per caller for ranking; far above what one person accrues
+
+# --- local model (llama.cpp) ---
+LOCAL_CHAT_CONTEXT = 4096  # tokens: room for the system prompt, 5 contexts and the answer of a 0.5B model
 
 # --- merge (merge*.go) ---
 HISTORY_REF_MIN_OVERLAP = 0.3  # share of the smaller side's words a history reference must cover

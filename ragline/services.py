@@ -1,63 +1,217 @@
-"""The long-lived services that stages call, built once per process from settings.
+"""The composition root: every long-lived service the stages call, built once from settings.
 
-A host (CLI, HTTP service, a test) may hand its own `Services` to a run through
-`RunContext.services`; otherwise stages use the process-wide default, built on first use so a
-pure-chat run never opens the knowledge stores.
+Replaces the seed's DI container (internal/container/container.go). Every host builds one
+`Services` and hands it to each run through `RunContext.services`: the CLI, the HTTP service,
+`langgraph dev` (graph/graphs.py) and a parent graph that embeds ours. Nothing else opens a
+store or picks a model: nodes ask `services_of(runtime)`.
+
+Heavy parts open on first use, once, behind a lock, so a pure-chat turn never opens Chroma and
+`ragline --help` never loads a model.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ragline.models.rerank import Reranker
-from ragline.settings import get_settings
+from ragline.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
+
+    from ragline.entities.store import GraphStore
+    from ragline.ingestion.service import IngestionService
+    from ragline.memory.service import MemoryService
+    from ragline.models.chat import ChatClient
+    from ragline.models.embeddings import Embedder
+    from ragline.models.rerank import Reranker
     from ragline.retrieval.stack import RetrievalStack
+    from ragline.tabular.analysis import TabularAnalysis
+    from ragline.web.fetch import WebFetcher
+    from ragline.web.search import WebSearch
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class ServicesMissingError(RuntimeError):
+    """A node ran without services: the host gave the run no RunContext.services."""
+
+
+class _Lazy(Generic[T]):
+    """A value built by `factory` on first use, once, whichever thread asks first."""
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._factory()
+            return self._value
+
+    @property
+    def opened(self) -> T | None:
+        return self._value
 
 
 @dataclass
 class Services:
-    retrieval_factory: Any = None  # () -> RetrievalStack, called once
-    _retrieval: RetrievalStack | None = field(default=None, repr=False)
+    """Retrieval, entity graph, memory, model clients, web and tabular analysis of one process."""
+
+    settings: Settings = field(default_factory=get_settings)
+    # Factories replace how a part is opened (tests, a host with stores of its own); each runs once.
+    embedder_factory: Callable[[], Embedder] | None = None
+    retrieval_factory: Callable[[], RetrievalStack] | None = None
+    graph_store_factory: Callable[[], GraphStore] | None = None
+    memory_store_factory: Callable[[], BaseStore] | None = None
+    _lazies: dict[str, _Lazy[Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **factories: Any) -> Services:
+        return cls(settings or get_settings(), **factories)
+
+    def _once(self, name: str, factory: Callable[[], T]) -> T:
+        with self._lock:
+            lazy = self._lazies.setdefault(name, _Lazy(factory))
+        return lazy.get()
+
+    # --- knowledge ---
+
+    @property
+    def embedder(self) -> Embedder:
+        from ragline.models.embeddings import Embedder
+
+        return self._once("embedder", self.embedder_factory or (lambda: Embedder.from_settings(self.settings)))
 
     @property
     def retrieval(self) -> RetrievalStack:
-        with self._lock:
-            if self._retrieval is None:
-                from ragline.retrieval.stack import RetrievalStack
+        """The catalog, vector and keyword stores, embedders and hybrid searcher (opens Chroma)."""
 
-                factory = self.retrieval_factory or RetrievalStack.from_settings
-                self._retrieval = factory()
-            return self._retrieval
+        def build() -> RetrievalStack:
+            if self.retrieval_factory is not None:
+                return self.retrieval_factory()
+            from ragline.retrieval.config import RetrievalConfig
+            from ragline.retrieval.stack import RetrievalStack
 
-    def reranker(self, model: str | None) -> Reranker | None:
+            return RetrievalStack.build(self.settings.data_dir, self.embedder, RetrievalConfig.from_settings(self.settings))
+
+        return self._once("retrieval", build)
+
+    @property
+    def graph_store(self) -> GraphStore:
+        """The entity graph: DuckDB under the data directory, or a Bolt server when configured."""
+
+        def build() -> GraphStore:
+            if self.graph_store_factory is not None:
+                return self.graph_store_factory()
+            from ragline.entities.store import open_graph_store
+
+            return open_graph_store(self.settings)
+
+        return self._once("graph_store", build)
+
+    @property
+    def memory_store(self) -> BaseStore:
+        def build() -> BaseStore:
+            if self.memory_store_factory is not None:
+                return self.memory_store_factory()
+            from ragline.memory.store import open_memory_store
+
+            return open_memory_store(self.settings.memory_store, self.settings.data_dir / "memory.sqlite", self.settings.redis_url)
+
+        return self._once("memory_store", build)
+
+    @property
+    def memory(self) -> MemoryService:
+        """Long-term memories per tenant and user, ranked with the configured embedder."""
+        from ragline.memory.service import MemoryService
+
+        return self._once("memory", lambda: MemoryService(self.memory_store, self.embedder))
+
+    @property
+    def ingestion(self) -> IngestionService:
+        """Parsing, chunking, embedding and indexing; graph extraction for graph-enabled bases."""
+        from ragline.ingestion.service import IngestionService
+
+        return self._once("ingestion", lambda: IngestionService(self.retrieval, graph_store=self.graph_store, chat=self.chat()))
+
+    # --- models ---
+
+    def chat(self, model: str | None = None) -> ChatClient:
+        """A client for `model`, else the configured chat model. The configured base URL and key
+        apply to the configured model only: a per-request model uses its provider's own settings."""
+        from ragline.models.chat import ChatClient
+
+        configured = self.settings.chat_model
+        if model is None or model == configured:
+            return self._once("chat", lambda: ChatClient(configured, self.settings.chat_api_base, self.settings.chat_api_key))
+        return ChatClient(model)
+
+    def reranker(self, model: str | None = None) -> Reranker | None:
         """The request's rerank model, else the configured one; None means no reranker (the offline default)."""
-        settings = get_settings()
-        name = model or settings.rerank_model
+        from ragline.models.rerank import Reranker
+
+        configured = self.settings.rerank_model
+        name = model or configured
         if not name:
             return None
-        if name == settings.rerank_model:
-            return Reranker(name, settings.rerank_api_base, settings.rerank_api_key)
+        if name == configured:
+            return Reranker(name, self.settings.rerank_api_base, self.settings.rerank_api_key)
         return Reranker(name)
 
+    # --- web and tables ---
 
-_default: Services | None = None
-_default_lock = threading.Lock()
+    @property
+    def web_search(self) -> WebSearch:
+        from ragline.web.search import WebSearch
 
+        return self._once("web_search", lambda: WebSearch.from_settings(self.settings))
 
-def default_services() -> Services:
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Services()
-        return _default
+    def web_fetcher(self) -> WebFetcher:
+        """A fetcher for one run (its own connection pool); use as `async with`."""
+        from ragline.web.fetch import WebFetcher
+        from ragline.web.guard import AddressPolicy
+
+        return WebFetcher(AddressPolicy.from_settings(self.settings))
+
+    @property
+    def tabular(self) -> TabularAnalysis:
+        from ragline.tabular.analysis import TabularAnalysis
+
+        return self._once("tabular", TabularAnalysis)
+
+    # --- lifecycle ---
+
+    async def aclose(self) -> None:
+        """Close what was opened (the memory store's file, the graph store's connection)."""
+        for name in ("memory_store", "graph_store"):
+            lazy = self._lazies.get(name)
+            closer = getattr(lazy.opened if lazy is not None else None, "close", None)
+            if not callable(closer):
+                continue
+            try:
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # closing is best effort at shutdown
+                log.warning("closing the %s failed: %s", name, exc)
 
 
 def services_of(runtime: Any) -> Services:
+    """The run's services. A host that gave none is a wiring bug, reported as such."""
     context = getattr(runtime, "context", None)
     services = getattr(context, "services", None)
-    return services if isinstance(services, Services) else default_services()
+    if not isinstance(services, Services):
+        raise ServicesMissingError(
+            "this run has no services: hosts pass RunContext(services=Services.from_settings(...)), "
+            "or compile the graph with build_graph(..., services=...)"
+        )
+    return services

@@ -38,20 +38,20 @@ class Settings(BaseSettings):
     embedding_model: str = Field(LOCAL_EMBEDDING_MODEL, description="litellm model string for embeddings.")
     embedding_api_base: str | None = None
     embedding_api_key: str | None = None
-    embedding_batch_size: int = Field(32, ge=1, description="Texts per embedding call.")
+    embedding_batch_size: int = Field(defaults.EMBEDDING_BATCH_SIZE, ge=1, description="Texts per embedding call.")
 
     rerank_model: str | None = Field(None, description="litellm rerank model (cohere/..., jina_ai/...); none by default.")
     rerank_api_base: str | None = None
     rerank_api_key: str | None = None
 
-    local_chat_context: int = Field(4096, ge=512, description="Context window of the local llama.cpp model.")
+    local_chat_context: int = Field(defaults.LOCAL_CHAT_CONTEXT, ge=512, description="Context window of the local llama.cpp model.")
     local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: all cores).")
 
     # web search + web_fetch (ragline.web)
     web_search_provider: str = Field("duckduckgo", description="Web search provider: duckduckgo (HTML, no key) or searxng (JSON).")
     web_search_duckduckgo_url: str = Field("https://html.duckduckgo.com/html/", description="DuckDuckGo HTML endpoint (tests point it at loopback).")
     web_search_searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON format enabled.")
-    web_search_max_results: int = Field(5, ge=1, le=50, description="Web results taken per question.")
+    web_search_max_results: int = Field(defaults.WEB_SEARCH_MAX_RESULTS, ge=1, le=50, description="Web results taken per question.")
     web_fetch_allow_private: bool = Field(False, description="Let web_fetch reach private, loopback and link-local addresses (intranets, tests).")
     web_fetch_allowed_networks: list[str] = Field(default_factory=list, description="Private networks web_fetch may reach (CIDR, e.g. 10.1.2.0/24) without allowing all.")
 
@@ -63,12 +63,28 @@ class Settings(BaseSettings):
 
     # long-term memory (ragline.memory)
     memory_store: str = Field("sqlite", description="Long-term memory store: sqlite (a file under data_dir), memory (lost on exit) or redis (redis_url, shared by replicas).")
-    memory_min_score: float = Field(0.78, ge=0, le=1, description="Similarity a memory needs to be recalled (tuned for multilingual-e5-small, whose unrelated pairs score ~0.7).")
+    memory_min_score: float = Field(defaults.MEMORY_MIN_SCORE, ge=0, le=1, description="Similarity a memory needs to be recalled (tuned for multilingual-e5-small).")
+
+    # retrieval (ragline.retrieval.config.RetrievalConfig takes these)
+    chroma_url: str | None = Field(None, description="Chroma server URL (HTTP client); default: a folder under data_dir.")
+    fusion: Literal["zscore", "rrf"] = Field("zscore", description="zscore: weighted z-scores (measured best here); rrf: the seed's weighted RRF.")
+    fusion_vector_weight: float = Field(defaults.ZSCORE_VECTOR_WEIGHT, ge=0, description="z-score fusion: weight of the vector side.")
+    fusion_keyword_weight: float = Field(defaults.ZSCORE_KEYWORD_WEIGHT, ge=0, description="z-score fusion: weight of the keyword side.")
+    rrf_k: int = Field(defaults.RRF_K, ge=1, description="Reciprocal-rank-fusion constant.")
+    rrf_vector_weight: float = Field(defaults.RRF_VECTOR_WEIGHT, ge=0, description="RRF: weight of the vector ranks.")
+    rrf_keyword_weight: float = Field(defaults.RRF_KEYWORD_WEIGHT, ge=0, description="RRF: weight of the keyword ranks.")
+    bm25_k1: float = Field(defaults.BM25_K1, gt=0, description="BM25 term-frequency saturation.")
+    bm25_b: float = Field(defaults.BM25_B, ge=0, le=1, description="BM25 length normalisation.")
+    store_group_timeout_s: float = Field(defaults.STORE_GROUP_TIMEOUT_S, gt=0, description="A slower store group fails the search.")
+    hnsw_ef_search: int = Field(defaults.HNSW_EF_SEARCH, ge=10, description="Chroma HNSW search breadth.")
+    hnsw_max_neighbors: int = Field(defaults.HNSW_MAX_NEIGHBORS, ge=4, description="Chroma HNSW M of new collections.")
+    feedback_docs: int = Field(defaults.FEEDBACK_DOCS, ge=0, description="Hybrid: fused hits whose vectors refine the query vector (0 = off).")
+    feedback_weight: float = Field(defaults.FEEDBACK_WEIGHT, ge=0, description="Hybrid: Rocchio beta, the weight of the hits' mean vector.")
 
     # --- the HTTP service (`ragline serve`) ---
     host: str = Field("127.0.0.1", description="Address `ragline serve` listens on.")
     port: int = Field(8000, ge=1, le=65535, description="Port `ragline serve` listens on.")
-    redis_url: str | None = Field(None, description="Redis 8 (search + JSON modules) shared by replicas: checkpoints, event streams, leases, sessions.")
+    redis_url: str | None = Field(None, description="Redis 8 (search + JSON modules) shared by replicas: checkpoints, event streams, leases, sessions, keywords.")
     checkpointer: Literal["memory", "sqlite", "redis"] | None = Field(None, description="Where runs are checkpointed; default: redis when redis_url is set, else sqlite under data_dir.")
     stream_manager: Literal["memory", "redis"] | None = Field(None, description="Where run events are kept for SSE resume; default: redis with the redis checkpointer, else in-process.")
     durability: Literal["sync", "async", "exit"] = Field("sync", description="LangGraph checkpoint durability; sync survives a hard crash mid-run.")

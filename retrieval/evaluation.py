@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragline.models.embeddings import Embedder
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.metrics import score_run
 from ragline.retrieval.stack import RetrievalStack
@@ -90,7 +90,7 @@ def _doc_ranking(results: list[SearchResult], beir_id_of: dict[str, str]) -> lis
 
 
 async def evaluate(data_dir: Path, embedder: Embedder, *, max_queries: int | None = None, chunk_size: int = 0,
-                   settings: RetrievalSettings | None = None, progress: Progress | None = None,
+                   config: RetrievalConfig | None = None, progress: Progress | None = None,
                    work_dir: Path | None = None, depth: int = 100) -> EvalReport:
     """Ingest the corpus into a scratch KB (a temporary folder unless `work_dir`), then search every query."""
     from ragline.ingestion.service import IngestionService, TextDocument
@@ -98,7 +98,7 @@ async def evaluate(data_dir: Path, embedder: Embedder, *, max_queries: int | Non
     beir = load_beir(data_dir, max_queries)
     with tempfile.TemporaryDirectory(prefix="ragline-eval-") as tmp:
         root = work_dir or Path(tmp)
-        stack = RetrievalStack.build(root, embedder, settings or RetrievalSettings(data_dir=root))
+        stack = RetrievalStack.build(root, embedder, config or RetrievalConfig())
         chunking = ChunkingConfig(chunk_size=chunk_size or WHOLE_DOCUMENT, chunk_overlap=0 if not chunk_size else 80)
         kb = stack.knowledge_bases.create(f"eval-{beir.name}", chunking=chunking)
         docs = [TextDocument(doc_text(d), doc_title(d), f"beir:{d['_id']}") for d in beir.corpus]

@@ -21,10 +21,15 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import jieba
+from ragline.retrieval.tokenizer import STOPWORDS, ensure_jieba, split_scripts, tokenize
+from ragline.retrieval.types import (
+    KnowledgeBase,
+    KnowledgeBaseType,
+    SearchParams,
+    SearchResult,
+)
 
 from ragline import defaults
-from ragline.retrieval.tokenizer import STOPWORDS, ensure_jieba, split_scripts, tokenize
-from ragline.retrieval.types import KnowledgeBase, KnowledgeBaseType, SearchParams, SearchResult
 
 
 class Searcher(Protocol):

@@ -15,20 +15,30 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from ragline import defaults
 from ragline.retrieval.catalog import Catalog, ChunkRecord
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.embedders import EmbedderPool
-from ragline.retrieval.errors import (EmbeddingModelMismatchError, KnowledgeBaseAccessError,
-                                      KnowledgeBaseNotFoundError, StoreGroupError)
+from ragline.retrieval.errors import (
+    EmbeddingModelMismatchError,
+    KnowledgeBaseAccessError,
+    KnowledgeBaseNotFoundError,
+    StoreGroupError,
+)
 from ragline.retrieval.faq import deepening_depths, is_negative_for
 from ragline.retrieval.feedback import feedback_chunks, rocchio
 from ragline.retrieval.fusion import Fused, Hit, fuse, normalize_keyword_scores
 from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.retrieval.tokenizer import tokenize
-from ragline.retrieval.types import (KnowledgeBase, KnowledgeBaseType, MatchType, SearchParams,
-                                     SearchResult)
+from ragline.retrieval.types import (
+    KnowledgeBase,
+    KnowledgeBaseType,
+    MatchType,
+    SearchParams,
+    SearchResult,
+)
 from ragline.retrieval.vector_store import VectorStore
+
+from ragline import defaults
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +84,7 @@ class HybridSearcher:
     """The one search entry point shared by the pipeline, the search API and agent tools."""
 
     def __init__(self, catalog: Catalog, stores: dict[str, StoreEngines], embedders: EmbedderPool,
-                 settings: RetrievalSettings) -> None:
+                 settings: RetrievalConfig) -> None:
         self.catalog = catalog
         self.stores = stores
         self.embedders = embedders
@@ -100,7 +110,7 @@ class HybridSearcher:
             kb = found.get(kb_id)
             if kb is None:
                 raise KnowledgeBaseNotFoundError(f"knowledge base {kb_id} does not exist")
-            if kb.tenant_id != tenant_id and not kb.shared:
+            if not kb.readable_by(tenant_id):
                 raise KnowledgeBaseAccessError(f"tenant {tenant_id} may not search knowledge base {kb.name}")
             kbs.append(kb)
         return kbs
@@ -253,7 +263,7 @@ def _result(chunk: ChunkRecord, fused: Fused, title: str) -> SearchResult:
     )
 
 
-def fusion_args(settings: RetrievalSettings) -> dict[str, object]:
+def fusion_args(settings: RetrievalConfig) -> dict[str, object]:
     """The configured fusion: z-score weights, or the seed's RRF k and weights."""
     if settings.fusion == "zscore":
         return {"k": settings.rrf_k, "vector_weight": settings.fusion_vector_weight,

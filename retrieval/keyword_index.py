@@ -17,9 +17,9 @@ from typing import Protocol
 
 import bm25s
 import numpy as np
-
 from ragline.retrieval.catalog import Catalog, ChunkRecord
-from ragline.retrieval.config import BM25_B, BM25_K1
+
+from ragline import defaults
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class _Snapshot:
 class Bm25sKeywordIndex:
     """In-process bm25s indexes, one per KB, rebuilt lazily from the catalog."""
 
-    def __init__(self, catalog: Catalog, k1: float = BM25_K1, b: float = BM25_B, method: str = "lucene") -> None:
+    def __init__(self, catalog: Catalog, k1: float = defaults.BM25_K1, b: float = defaults.BM25_B, method: str = "lucene") -> None:
         self.catalog = catalog
         self.k1, self.b, self.method = k1, b, method
         self._snapshots: dict[str, _Snapshot] = {}

@@ -9,10 +9,19 @@ from __future__ import annotations
 import uuid
 
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.errors import (KnowledgeBaseAccessError, KnowledgeBaseExistsError,
-                                      KnowledgeBaseNotFoundError, RetrievalError)
+from ragline.retrieval.errors import (
+    KnowledgeBaseAccessError,
+    KnowledgeBaseExistsError,
+    KnowledgeBaseNotFoundError,
+    RetrievalError,
+)
 from ragline.retrieval.hybrid import StoreEngines
-from ragline.retrieval.types import ChunkingConfig, FAQIndexMode, KnowledgeBase, KnowledgeBaseType
+from ragline.retrieval.types import (
+    ChunkingConfig,
+    FAQIndexMode,
+    KnowledgeBase,
+    KnowledgeBaseType,
+)
 
 
 class KnowledgeBaseService:
@@ -69,7 +78,7 @@ class KnowledgeBaseService:
             return self.get(name_or_id, tenant_id)
 
     def list(self, tenant_id: str = "default") -> list[KnowledgeBase]:
-        return [kb for kb in self.catalog.list_kbs() if kb.tenant_id == tenant_id or kb.shared]
+        return [kb for kb in self.catalog.list_kbs() if kb.readable_by(tenant_id)]
 
     def update(self, kb_id: str, tenant_id: str = "default", *, name: str | None = None,
                description: str | None = None, tags: list[str] | None = None, shared: bool | None = None) -> KnowledgeBase:
@@ -99,12 +108,12 @@ class KnowledgeBaseService:
 
     def _owned(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
         kb = self.get(kb_id, tenant_id)
-        if kb.tenant_id != tenant_id:  # shared KBs are readable, not writable, by other tenants
+        if not kb.owned_by(tenant_id):
             raise KnowledgeBaseAccessError(f"tenant {tenant_id} does not own knowledge base {kb.name}")
         return kb
 
     @staticmethod
     def _authorized(kb: KnowledgeBase, tenant_id: str) -> KnowledgeBase:
-        if kb.tenant_id != tenant_id and not kb.shared:
+        if not kb.readable_by(tenant_id):
             raise KnowledgeBaseAccessError(f"tenant {tenant_id} may not use knowledge base {kb.name}")
         return kb

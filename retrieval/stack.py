@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ragline.models.embeddings import Embedder, EmbeddingCache
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.config import RetrievalSettings, get_retrieval_settings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.embedders import EmbedderPool
 from ragline.retrieval.hybrid import HybridSearcher, StoreEngines
 from ragline.retrieval.keyword_index import Bm25sKeywordIndex, KeywordIndex
@@ -25,13 +25,13 @@ class RetrievalStack:
     embedders: EmbedderPool
     searcher: HybridSearcher
     knowledge_bases: KnowledgeBaseService
-    settings: RetrievalSettings
+    config: RetrievalConfig
 
     @classmethod
-    def build(cls, data_dir: Path, embedder: Embedder, settings: RetrievalSettings | None = None,
+    def build(cls, data_dir: Path, embedder: Embedder, config: RetrievalConfig | None = None,
               keyword: KeywordIndex | None = None) -> RetrievalStack:
         """Everything under `data_dir`; Chroma and Redis servers are used when their URLs are set."""
-        settings = settings or RetrievalSettings(data_dir=data_dir)
+        settings = config or RetrievalConfig()
         catalog = Catalog(data_dir / "catalog.sqlite")
         if settings.chroma_url:
             vector = ChromaVectorStore.http(settings.chroma_url, settings.hnsw_ef_search, settings.hnsw_max_neighbors)
@@ -48,13 +48,8 @@ class RetrievalStack:
             catalog=catalog, stores=stores, embedders=embedders,
             searcher=HybridSearcher(catalog, stores, embedders, settings),
             knowledge_bases=KnowledgeBaseService(catalog, stores, embedder.identity.name, embedder.identity.base_url),
-            settings=settings,
+            config=settings,
         )
-
-    @classmethod
-    def from_settings(cls, settings: RetrievalSettings | None = None) -> RetrievalStack:
-        settings = settings or get_retrieval_settings()
-        return cls.build(settings.resolved_data_dir(), Embedder.from_settings(), settings)
 
 
 def local_embedder(cache_path: Path, model: str = "ragline/multilingual-e5-small") -> Embedder:

@@ -42,11 +42,11 @@ class MatchType(StrEnum):
 
 
 class ChunkingConfig(BaseModel):
-    chunk_size: int = Field(512, ge=16, description="Characters per chunk.")
-    chunk_overlap: int = Field(80, ge=0, description="Characters shared by neighbouring chunks.")
+    chunk_size: int = Field(defaults.CHUNK_SIZE, ge=16, description="Characters per chunk.")
+    chunk_overlap: int = Field(defaults.CHUNK_OVERLAP, ge=0, description="Characters shared by neighbouring chunks.")
     parent_child: bool = Field(False, description="Index small children, keep big parents for context.")
-    parent_chunk_size: int = Field(4096, ge=64)
-    child_chunk_size: int = Field(384, ge=16)
+    parent_chunk_size: int = Field(defaults.PARENT_CHUNK_SIZE, ge=64)
+    child_chunk_size: int = Field(defaults.CHILD_CHUNK_SIZE, ge=16)
 
 
 class KnowledgeBase(BaseModel):
@@ -69,6 +69,14 @@ class KnowledgeBase(BaseModel):
     @property
     def embedding_key(self) -> str:
         return f"{self.embedding_model}@{self.embedding_base_url}"
+
+    def readable_by(self, tenant_id: str) -> bool:
+        """The one visibility rule: a tenant reads its own bases and every shared one."""
+        return self.tenant_id == tenant_id or self.shared
+
+    def owned_by(self, tenant_id: str) -> bool:
+        """Only the owning tenant writes; shared bases are readable, not writable, by others."""
+        return self.tenant_id == tenant_id
 
 
 class Knowledge(BaseModel):

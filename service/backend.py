@@ -19,11 +19,25 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
-
+from ragline.checkpoints.savers import (
+    REDIS_MAX_CONNECTIONS,
+    memory_saver,
+    redis_saver,
+    sqlite_saver,
+)
+from ragline.checkpoints.streams import (
+    MemoryStreamManager,
+    RedisStreamManager,
+    StreamManager,
+)
 from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRegistry
-from ragline.checkpoints.savers import REDIS_MAX_CONNECTIONS, memory_saver, redis_saver, sqlite_saver
-from ragline.service.sessions import MemorySessionStore, RedisSessionStore, SessionStore, SqliteSessionStore
-from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager, StreamManager
+from ragline.service.sessions import (
+    MemorySessionStore,
+    RedisSessionStore,
+    SessionStore,
+    SqliteSessionStore,
+)
+
 from ragline.settings import Settings
 
 

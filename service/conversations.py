@@ -11,7 +11,6 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from pydantic import BaseModel, Field
-
 from ragline.service import threads
 from ragline.service.access import (
     ConflictError,
@@ -113,7 +112,7 @@ class SessionService:
             if first is None:
                 raise InvalidRequestError("the session has no question to title yet; send one in the body")
             query = threads.text_of(first)
-        title = await generate_title(query)
+        title = await generate_title(query, self.runs.services.chat())
         updated = await self.backend.sessions.patch(session.id, {"title": title, "updated_at": utcnow()})
         return updated or session
 

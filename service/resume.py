@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ragline.service.replay import Transcript, signature
 from ragline.checkpoints.streams import Event
 from ragline.graph.events import ResponseType
+from ragline.service.replay import Transcript, signature
 
 
 class _CatchUp:

@@ -27,7 +27,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragline import defaults
+from ragline.checkpoints.streams import Event
+from ragline.graph import events
+from ragline.graph.context import RunContext
+from ragline.graph.events import ResponseType, StreamResponse
+from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnIds
+from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
 from ragline.service.backend import Backend
@@ -35,13 +41,10 @@ from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import Session, utcnow
-from ragline.checkpoints.streams import Event
 from ragline.service.titles import generate_title
-from ragline.graph import events
-from ragline.graph.context import RunContext
-from ragline.graph.events import ResponseType, StreamResponse
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
+
+from ragline import defaults
+from ragline.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,8 @@ def turn_of(record: RunRecord) -> TurnIds:
 @dataclass
 class _Run:
     record: RunRecord
-    context: RunContext
+    driver: TurnDriver
+    request: PipelineRequest  # validated once, when the turn was submitted (or read back on takeover)
     transcript: Transcript = field(default_factory=Transcript)
     resume_filter: ResumeFilter | None = None
     task: asyncio.Task[None] | None = None
@@ -69,14 +73,18 @@ class _Run:
     finishing: bool = False
 
     @property
+    def context(self) -> RunContext:
+        return self.driver.context
+
+    @property
     def cancelled(self) -> bool:
         return self.context.is_cancelled()
 
 
 class RunManager:
-    def __init__(self, backend: Backend, *, holder: str | None = None, core_services: Any = None) -> None:
+    def __init__(self, backend: Backend, services: Services, *, holder: str | None = None) -> None:
         self.backend = backend
-        self.core_services = core_services  # ragline.services.Services handed to every run
+        self.services = services  # the composition root's services, handed to every run
         self.settings = backend.settings
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl_s = self.settings.run_lease_ttl_s
@@ -113,11 +121,12 @@ class RunManager:
 
     async def submit(self, who: Principal, session: Session, request: PipelineRequest) -> RunRecord:
         """Start a turn in the background; returns its ids. ConflictError while another turn runs."""
+        ids = turn_ids(RunContext(session_id=session.id))
         record = RunRecord(
             session_id=session.id,
-            request_id=str(uuid.uuid4()),
-            user_message_id=str(uuid.uuid4()),
-            assistant_message_id=str(uuid.uuid4()),
+            request_id=ids.request_id,
+            user_message_id=ids.user_message_id,
+            assistant_message_id=ids.assistant_message_id,
             tenant_id=who.tenant_id,
             owner_id=who.user_id,
             request_json=request.model_dump_json(),
@@ -131,7 +140,7 @@ class RunManager:
         first = events.agent_query(turn_of(record), request.query, title_pending=record.title_pending)
         await self.backend.streams.append(record.session_id, record.message_id, dump(first))
         await self.backend.sessions.patch(session.id, {"updated_at": utcnow()})
-        self._launch(record, resume=False)
+        self._launch(record, request, resume=False)
         if record.title_pending:
             self._spawn(self._title(record))
         return record
@@ -144,17 +153,20 @@ class RunManager:
         if run is not None:
             self._cancel(run)
 
-    def _launch(self, record: RunRecord, *, resume: bool) -> None:
+    def _launch(self, record: RunRecord, request: PipelineRequest, *, resume: bool) -> None:
         context = RunContext(
             session_id=record.session_id,
             request_id=record.request_id,
             user_message_id=record.user_message_id,
             assistant_message_id=record.assistant_message_id,
             tenant_id=record.tenant_id,
+            user_id=record.owner_id,
             cancel_event=threading.Event(),
-            services=self.core_services,
+            services=self.services,
         )
-        run = _Run(record, context)
+        driver = TurnDriver(self.backend.graph, context, config=threads.thread_config(record.session_id),
+                            durability=self.backend.durability)
+        run = _Run(record, driver, request)
         self._runs[record.message_id] = run
         run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{record.message_id}")
 
@@ -180,28 +192,24 @@ class RunManager:
         record = run.record
         heartbeat = asyncio.create_task(self._heartbeat(run)) if self.backend.registry.durable else None
         try:
-            graph_input: Any = {"request": PipelineRequest.model_validate_json(record.request_json)}
+            graph_input: Any = {"request": run.request}
             if resume:
                 graph_input = await self._prepare_resume(run)
             else:  # no run holds the thread (the registry said so): clear what a dead one left pending
                 await threads.settle(self.backend.graph, record.session_id)
             if graph_input is not _SKIP and not run.cancelled:
                 async with asyncio.timeout(defaults.RUN_MAX_S):
-                    async for chunk in self.backend.graph.astream(
-                        graph_input,
-                        threads.thread_config(record.session_id),
-                        context=run.context,
-                        stream_mode="custom",
-                        durability=self.backend.durability,
-                    ):
-                        await self._write(run, chunk)
+                    async for event in run.driver.events(graph_input):  # agent_query went out at submit
+                        await self._write(run, dump(event))
+                if run.driver.failure is not None:
+                    log.error("run %s failed", record.message_id, exc_info=run.driver.failure)
         except asyncio.CancelledError:
             if run.lease_lost or (self._closing and self.backend.registry.durable):
                 self._runs.pop(record.message_id, None)
                 raise  # another replica holds (or will take over) the run
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             run.context.cancel_event.set()  # cancelled hard: a stop, or the shutdown of an in-process run
-        except Exception as exc:
+        except Exception as exc:  # the driver turns graph failures into an error event; this is the rest
             log.exception("run %s failed", record.message_id)
             if not run.transcript.failed:
                 await self._write(run, dump(events.error(turn_of(record), f"the pipeline failed: {exc}", code="internal")))
@@ -237,7 +245,8 @@ class RunManager:
             except Exception:
                 log.exception("could not save the answer of run %s", record.message_id)
         if not run.already_complete:
-            await self._write(run, dump(events.complete(turn_of(record), stopped=run.cancelled)), final=True)
+            for event in run.driver.closing():  # cards left open, then complete
+                await self._write(run, dump(event), final=True)
         await self.backend.registry.finish(record)
         await self.backend.sessions.patch(record.session_id, {"updated_at": utcnow()})
 
@@ -317,7 +326,7 @@ class RunManager:
                         continue
                     if await self.backend.registry.acquire(record.message_id, self.holder, self.lease_ttl_s):
                         log.info("taking over run %s of session %s", record.message_id, record.session_id)
-                        self._launch(record, resume=True)
+                        self._launch(record, PipelineRequest.model_validate_json(record.request_json), resume=True)
                         session = await self.backend.sessions.get(record.session_id)
                         if record.title_pending and session is not None and not session.title:
                             self._spawn(self._title(record))
@@ -345,7 +354,7 @@ class RunManager:
 
     async def _title(self, record: RunRecord) -> None:
         request = PipelineRequest.model_validate_json(record.request_json)
-        title = await generate_title(record.query, request.chat_model)
+        title = await generate_title(record.query, self.services.chat(request.chat_model))
         session = await self.backend.sessions.get(record.session_id)
         if session is None:
             return

@@ -16,7 +16,6 @@ from langgraph.graph import END
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
-
 from ragline.graph.builder import FALLBACK
 
 

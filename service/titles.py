@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ragline import defaults, prompts
 from ragline.models.chat import ChatClient, ChatModelError, ChatOptions
 from ragline.models.think import strip_think
+
+from ragline import defaults, prompts
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +30,12 @@ def clean_title(text: str) -> str:
     return title[: defaults.TITLE_MAX_CHARS].strip()
 
 
-async def generate_title(query: str, model: str | None = None) -> str:
+async def generate_title(query: str, client: ChatClient) -> str:
     """A title for a conversation starting with `query`; never raises."""
     prompt = prompts.render(prompts.get("generate_session_title").text(), query=query)
     try:
         result = await asyncio.wait_for(
-            ChatClient.for_model(model).chat([{"role": "user", "content": prompt}], ChatOptions(temperature=0.2, max_tokens=32)),
+            client.chat([{"role": "user", "content": prompt}], ChatOptions(temperature=0.2, max_tokens=defaults.TITLE_MAX_TOKENS)),
             defaults.TITLE_TIMEOUT_S,
         )
         return clean_title(result.content) or fallback_title(query)

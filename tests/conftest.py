@@ -65,10 +65,10 @@ def embedder(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture
 def stack(tmp_path: Path, embedder):
-    from ragline.retrieval.config import RetrievalSettings
+    from ragline.retrieval.config import RetrievalConfig
     from ragline.retrieval.stack import RetrievalStack
 
-    return RetrievalStack.build(tmp_path, embedder, RetrievalSettings(data_dir=tmp_path, redis_url=None, chroma_url=None))
+    return RetrievalStack.build(tmp_path, embedder, RetrievalConfig(redis_url=None, chroma_url=None))
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 import pytest
-
 from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
+
 from ragline.settings import LOCAL_CHAT_MODEL
-from tests.nodes.helpers import answer_text, of_type, run_turn
+from tests.nodes.helpers import answer_text, node_runtime, of_type, run_turn
 
 pytestmark = pytest.mark.local_model
 
@@ -38,15 +38,15 @@ async def test_local_model_streams_a_chinese_answer(monkeypatch):
 
 
 async def test_local_model_follows_the_rewrite_json_instruction():
-    from ragline.nodes.query_understand import query_understand
     from ragline.graph.state import HistoryTurn, TurnIds
+    from ragline.nodes.query_understand import query_understand
 
     state = {
         "request": PipelineRequest(query="How many people live there?", chat_model=LOCAL_CHAT_MODEL),
         "turn": TurnIds("s", "r", "u", "a"),
         "history": [HistoryTurn("r0", "Tell me about Paris.", "Paris is the capital of France.")],
     }
-    update = await query_understand(state, None)
+    update = await query_understand(state, node_runtime())
     assert "Paris" in update["rewrite_query"]
 
 

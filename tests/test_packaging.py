@@ -39,10 +39,10 @@ def test_prompt_yaml_files_ship_in_the_wheel(wheel):
 
 
 def test_modules_import_under_the_ragline_namespace():
-    import ragline.graph.graphs
+    import ragline.graph.studio
     import ragline.nodes.chat_completion_stream  # noqa: F401
 
-    assert ragline.graph.graphs.ragline.name == "ragline"
+    assert ragline.graph.studio.ragline.name == "ragline"
 
 
 def test_the_web_page_ships_in_the_wheel(wheel):

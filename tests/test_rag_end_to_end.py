@@ -11,17 +11,17 @@ import re
 from pathlib import Path
 
 import pytest
-
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.context import RunContext
 from ragline.graph.events import ResponseType
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
-from ragline.graph.run import stream_turn
+from ragline.graph.turn import stream_turn
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder, EmbeddingCache
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
+
 from ragline.services import Services
 from tests.scripted_model import Reply
 
@@ -52,7 +52,7 @@ def xquad_sample():
 def knowledge(xquad_sample, tmp_path_factory):
     folder = tmp_path_factory.mktemp("e2e-kb")
     embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(folder / "cache.sqlite"))
-    stack = RetrievalStack.build(folder, embedder, RetrievalSettings(data_dir=folder, redis_url=None, chroma_url=None))
+    stack = RetrievalStack.build(folder, embedder, RetrievalConfig(redis_url=None, chroma_url=None))
     kb = stack.knowledge_bases.create("xquad")
     corpus, _ = xquad_sample
     docs = [TextDocument(text=d["text"], title=d["title"].replace("_", " "), source=d["_id"]) for d in corpus]

@@ -67,7 +67,7 @@ class WebFetcher:
 
     def __init__(self, policy: AddressPolicy | None = None, timeout: float = defaults.WEB_FETCH_TIMEOUT_S,
                  max_bytes: int = defaults.WEB_FETCH_MAX_CONTENT_BYTES) -> None:
-        self.policy = policy or AddressPolicy.from_settings()
+        self.policy = policy or AddressPolicy()  # the strict default: public addresses only
         self.max_bytes = max_bytes
         self.timeout = timeout
         self._client = guarded_client(self.policy, timeout)

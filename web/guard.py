@@ -18,7 +18,7 @@ import httpcore
 import httpx
 
 from ragline import defaults
-from ragline.settings import Settings, get_settings
+from ragline.settings import Settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -61,8 +61,7 @@ class AddressPolicy:
     allowed_networks: tuple[IPNetwork, ...] = ()
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> AddressPolicy:
-        settings = settings or get_settings()
+    def from_settings(cls, settings: Settings) -> AddressPolicy:
         networks = tuple(ipaddress.ip_network(n.strip(), strict=False) for n in settings.web_fetch_allowed_networks if n.strip())
         return cls(allow_private=settings.web_fetch_allow_private, allowed_networks=networks)
 

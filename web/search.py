@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from ragline.retrieval.types import MatchType, SearchResult
 
 from ragline import defaults
-from ragline.settings import Settings, get_settings
+from ragline.settings import Settings
 
 WEB_KNOWLEDGE_BASE_ID = "web"
 WEB_SOURCE = "web_search"
@@ -177,8 +177,7 @@ def _unique(results: list[WebResult]) -> list[WebResult]:
     return out
 
 
-def provider_from_settings(settings: Settings | None = None) -> WebSearchProvider:
-    settings = settings or get_settings()
+def provider_from_settings(settings: Settings) -> WebSearchProvider:
     if settings.web_search_provider == "searxng":
         if not settings.web_search_searxng_url:
             raise WebSearchError("web_search_provider=searxng needs RAGLINE_WEB_SEARCH_SEARXNG_URL")
@@ -188,8 +187,20 @@ def provider_from_settings(settings: Settings | None = None) -> WebSearchProvide
     raise WebSearchError(f"unknown web search provider {settings.web_search_provider!r}; choose duckduckgo or searxng")
 
 
-async def search_web(query: str, provider: WebSearchProvider | None = None, max_results: int | None = None) -> list[SearchResult]:
+async def search_web(query: str, provider: WebSearchProvider, max_results: int) -> list[SearchResult]:
     """searchWebIfEnabled: the provider's results as SearchResults (raises WebSearchError)."""
-    provider = provider or provider_from_settings()
-    limit = max_results or get_settings().web_search_max_results
-    return to_search_results(await provider.search(query, limit))
+    return to_search_results(await provider.search(query, max_results))
+
+
+@dataclass(frozen=True)
+class WebSearch:
+    """The configured provider and result count; a misconfigured provider fails at search time."""
+
+    settings: Settings
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WebSearch:
+        return cls(settings)
+
+    async def search(self, query: str) -> list[SearchResult]:
+        return await search_web(query, provider_from_settings(self.settings), self.settings.web_search_max_results)

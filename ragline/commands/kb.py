@@ -15,9 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ragline import defaults
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import RetrievalError
-from ragline.retrieval.types import ChunkingConfig, FAQIndexMode, KnowledgeBaseType, SearchParams
+from ragline.retrieval.types import (
+    ChunkingConfig,
+    FAQIndexMode,
+    KnowledgeBaseType,
+    SearchParams,
+)
+from ragline.services import Services
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -49,13 +56,15 @@ class ProgressBar:
             self._shown = False
 
 
-def _guarded(func: Callable[[argparse.Namespace], Any]) -> Handler:
-    """Known failures become `error: ...` on stderr and exit code 1; async handlers are run here."""
+def _guarded(func: Callable[[argparse.Namespace, Services], Any]) -> Handler:
+    """The command with the process's services (built once, closed after); known failures become
+    `error: ...` on stderr and exit code 1; async handlers are run here."""
 
     @functools.wraps(func)
     def run(args: argparse.Namespace) -> int:
+        services = Services.from_settings()
         try:
-            result = func(args)
+            result = func(args, services)
             if asyncio.iscoroutine(result):
                 result = asyncio.run(result)
             return int(result or 0)
@@ -65,14 +74,10 @@ def _guarded(func: Callable[[argparse.Namespace], Any]) -> Handler:
         except KeyboardInterrupt:
             print("error: interrupted", file=sys.stderr)
             return 130
+        finally:
+            asyncio.run(services.aclose())
 
     return run
-
-
-def _stack():  # imported lazily: building the stack opens Chroma, not needed for --help
-    from ragline.retrieval.stack import RetrievalStack
-
-    return RetrievalStack.from_settings()
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -80,14 +85,8 @@ def _snippet(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _graph_store():  # the entity graph the ingestion step fills for graph-enabled bases
-    from ragline.entities.store import graph_store_from_settings
-
-    return graph_store_from_settings()
-
-
-def kb_create(args: argparse.Namespace) -> int:
-    stack = _stack()
+def kb_create(args: argparse.Namespace, services: Services) -> int:
+    stack = services.retrieval
     chunking = ChunkingConfig(chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, parent_child=args.parent_child)
     kb = stack.knowledge_bases.create(
         args.name, tenant_id=args.tenant, type=KnowledgeBaseType(args.type), description=args.description,
@@ -95,18 +94,14 @@ def kb_create(args: argparse.Namespace) -> int:
         faq_index_mode=FAQIndexMode(args.faq_index_mode),
     )
     if args.graph:
-        import asyncio
-
-        from ragline.entities.store import graph_store_from_settings
-
-        asyncio.run(graph_store_from_settings().set_extraction_enabled(kb.id, True))
+        asyncio.run(services.graph_store.set_extraction_enabled(kb.id, True))
     print(f"created {kb.type.value} knowledge base {kb.name} ({kb.id}), embeddings: {kb.embedding_model}"
           + (", entity graph extraction on" if args.graph else ""))
     return 0
 
 
-def kb_list(args: argparse.Namespace) -> int:
-    stack = _stack()
+def kb_list(args: argparse.Namespace, services: Services) -> int:
+    stack = services.retrieval
     kbs = stack.knowledge_bases.list(args.tenant)
     if not kbs:
         print("no knowledge bases")
@@ -119,17 +114,17 @@ def kb_list(args: argparse.Namespace) -> int:
     return 0
 
 
-async def kb_delete(args: argparse.Namespace) -> int:
-    stack = _stack()
+async def kb_delete(args: argparse.Namespace, services: Services) -> int:
+    stack = services.retrieval
     kb = stack.knowledge_bases.resolve(args.name, args.tenant)
     await stack.knowledge_bases.delete(kb.id, args.tenant)
-    await _graph_store().delete_knowledge_base(kb.id)
+    await services.graph_store.delete_knowledge_base(kb.id)
     print(f"deleted knowledge base {kb.name}")
     return 0
 
 
-def kb_update(args: argparse.Namespace) -> int:
-    stack = _stack()
+def kb_update(args: argparse.Namespace, services: Services) -> int:
+    stack = services.retrieval
     kb = stack.knowledge_bases.resolve(args.name, args.tenant)
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
     if args.rename is None and args.description is None and tags is None and args.shared is None:
@@ -141,8 +136,8 @@ def kb_update(args: argparse.Namespace) -> int:
     return 0
 
 
-def doc_list(args: argparse.Namespace) -> int:
-    stack = _stack()
+def doc_list(args: argparse.Namespace, services: Services) -> int:
+    stack = services.retrieval
     kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
     docs = stack.catalog.list_knowledge(kb.id)
     if not docs:
@@ -172,14 +167,13 @@ def resolve_document(docs: list[Any], ref: str) -> Any:
     raise RetrievalError(f"no document {ref!r} (give an id, a source path or a title; see `ragline doc list`)")
 
 
-async def doc_delete(args: argparse.Namespace) -> int:
-    from ragline.ingestion.service import IngestionService
+async def doc_delete(args: argparse.Namespace, services: Services) -> int:
 
-    stack = _stack()
+    stack = services.retrieval
     kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
     docs = stack.catalog.list_knowledge(kb.id)
     targets = [resolve_document(docs, ref) for ref in args.documents]  # all resolved before any is deleted
-    service = IngestionService(stack, graph_store=_graph_store())
+    service = services.ingestion
     for doc in {d.id: d for d in targets}.values():
         await service.delete_knowledge(kb.id, doc.id, args.tenant)
         print(f"deleted {doc.title} ({doc.id}, {doc.chunk_count} chunk(s)) from {kb.name}")
@@ -203,14 +197,13 @@ def _collect(paths: list[str]) -> list[Path]:
     return files
 
 
-async def ingest(args: argparse.Namespace) -> int:
+async def ingest(args: argparse.Namespace, services: Services) -> int:
     from ragline.ingestion.faq_import import import_faq_file
-    from ragline.ingestion.service import IngestionService
 
-    stack = _stack()
+    stack = services.retrieval
     kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
     files = _collect(args.paths)
-    service = IngestionService(stack, graph_store=_graph_store())
+    service = services.ingestion
     bar = ProgressBar("embedding")
     try:
         if kb.type == KnowledgeBaseType.FAQ:
@@ -228,8 +221,8 @@ async def ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-async def search(args: argparse.Namespace) -> int:
-    stack = _stack()
+async def search(args: argparse.Namespace, services: Services) -> int:
+    stack = services.retrieval
     kb_ids = [stack.knowledge_bases.resolve(name, args.tenant).id for name in args.kb]
     params = SearchParams(query=args.query, knowledge_base_ids=kb_ids, tenant_id=args.tenant, match_count=args.top_k,
                           disable_vector=args.mode == "keyword", disable_keyword=args.mode == "vector",
@@ -253,8 +246,8 @@ def metric_table(metrics: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-async def evaluate(args: argparse.Namespace) -> int:
-    from ragline.models.embeddings import Embedder
+async def evaluate(args: argparse.Namespace, services: Services) -> int:
+    from ragline.retrieval.config import RetrievalConfig
     from ragline.retrieval.evaluation import evaluate as run_eval
 
     data_dir = Path(args.data_dir)
@@ -262,7 +255,7 @@ async def evaluate(args: argparse.Namespace) -> int:
         raise RetrievalError(f"{data_dir} is not a directory")
     bar = ProgressBar("")
     try:
-        report = await run_eval(data_dir, Embedder.from_settings(), max_queries=args.max_queries,
+        report = await run_eval(data_dir, services.embedder, config=RetrievalConfig.from_settings(services.settings), max_queries=args.max_queries,
                                 chunk_size=args.chunk_size, progress=lambda s, d, t: bar.update(d, t, s))
     finally:
         bar.close()
@@ -285,8 +278,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--type", choices=[t.value for t in KnowledgeBaseType], default="document")
     create.add_argument("--description", default="")
     create.add_argument("--tags", default="", help="comma-separated tags")
-    create.add_argument("--chunk-size", type=int, default=512)
-    create.add_argument("--chunk-overlap", type=int, default=80)
+    create.add_argument("--chunk-size", type=int, default=defaults.CHUNK_SIZE)
+    create.add_argument("--chunk-overlap", type=int, default=defaults.CHUNK_OVERLAP)
     create.add_argument("--parent-child", action="store_true", help="index 384-char children of 4096-char parents")
     create.add_argument("--faq-index-mode", choices=[m.value for m in FAQIndexMode], default="question_answer")
     create.add_argument("--graph", action="store_true", help="also extract entities and relationships into the graph (an LLM call per chunk)")

@@ -1,7 +1,7 @@
 """`ragline memory add|list|search|delete`: a caller's long-term memories from the command line.
 
 Uses the store the settings choose (RAGLINE_MEMORY_STORE: sqlite under the data dir by default),
-the same one a host compiles the graph with, so what is added here is recalled in answers.
+through the same services container every host builds, so what is added here is recalled in answers.
 """
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from ragline.memory.service import Caller, MemoryService
-from ragline.memory.store import (
-    MemoryStoreError,
-    memory_embedder,
-    memory_store_from_settings,
-)
+from ragline.memory.store import MemoryStoreError
+from ragline.services import Services
 
 
 def _service(with_embedder: bool = False) -> MemoryService:
-    return MemoryService(memory_store_from_settings(), memory_embedder() if with_embedder else None)
+    services = Services.from_settings()
+    return MemoryService(services.memory_store, services.embedder if with_embedder else None)
 
 
 def _caller(args: argparse.Namespace) -> Caller:

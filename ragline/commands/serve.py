@@ -13,7 +13,8 @@ import argparse
 import asyncio
 import ipaddress
 import sys
-from typing import Any
+
+from ragline.services import Services
 
 
 def _is_loopback(host: str) -> bool:
@@ -25,20 +26,16 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _sample_stack(tenants: list[str]) -> Any:
-    """The retrieval stack with the sample knowledge base indexed for each tenant (idempotent)."""
+def _index_sample(services: Services, tenants: list[str]) -> None:
+    """The sample knowledge base indexed for each tenant (idempotent)."""
     from ragline.ingestion.sample import ensure_sample_kb
-    from ragline.retrieval.stack import RetrievalStack
-
-    stack = RetrievalStack.from_settings()
 
     async def ensure_all() -> None:
         for tenant in tenants:
-            await ensure_sample_kb(stack, tenant_id=tenant)
+            await ensure_sample_kb(services.retrieval, tenant_id=tenant)
 
     print("ragline serve: indexing the sample knowledge base ...", file=sys.stderr, flush=True)
     asyncio.run(ensure_all())  # before uvicorn's loop starts; the stack keeps no loop-bound state
-    return stack
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,17 +62,16 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         print("ragline serve: dev mode, no API keys: every request acts as tenant 'default'", file=sys.stderr)
-    retrieval_factory = None
+    services = Services.from_settings(settings)  # the composition root of the service
     if args.sample:
         tenants = sorted({who.tenant_id for who in keyring.by_digest.values()}) or ["default"]
         try:
-            stack = _sample_stack(tenants)
+            _index_sample(services, tenants)
         except (OSError, RuntimeError, ValueError) as exc:  # EmbeddingError and RetrievalError among them
             print(f"ragline serve: could not index the sample knowledge base: {exc}", file=sys.stderr)
             return 2
-        retrieval_factory = lambda: stack  # the app serves the stack that holds the sample
     uvicorn.run(
-        create_app(settings, retrieval_factory=retrieval_factory),
+        create_app(settings, services=services),
         host=host,
         port=port,
         log_level=args.log_level,

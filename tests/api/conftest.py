@@ -6,15 +6,15 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-
 from ragline.api.app import create_app
+
 from tests.api.live import ThreadServer, memory_settings
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ThreadServer]:
+def server(scripted_server) -> Iterator[ThreadServer]:
     """One in-process service per test module; tests isolate themselves with new sessions."""
-    live = ThreadServer(create_app(memory_settings())).start()
+    live = ThreadServer(create_app(memory_settings(scripted_server))).start()
     yield live
     live.stop()
 

@@ -23,10 +23,13 @@ from tests.redis_server import free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def memory_settings(**overrides: Any) -> Any:
-    """Settings of an in-process service: everything in memory, a heartbeat every second."""
+def memory_settings(scripted: Any = None, **overrides: Any) -> Any:
+    """Settings of an in-process service: everything in memory, a heartbeat every second, and the
+    scripted model (a ScriptedModel server) as the chat model when given."""
     from ragline.settings import Settings
 
+    if scripted is not None:
+        overrides = {"chat_model": "openai/scripted", "chat_api_base": scripted.base_url, "chat_api_key": "scripted-key", **overrides}
     return Settings(checkpointer="memory", stream_manager="memory", redis_url=None, sse_heartbeat_s=1.0, **overrides)
 
 

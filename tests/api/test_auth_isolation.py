@@ -6,16 +6,16 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-
 from ragline.api.app import ROUTES, create_app
+
 from tests.api.live import ThreadServer, collect, memory_settings
 
 KEYS = {"key-a": "acme", "key-a-bob": "acme/bob", "key-b": "globex"}
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ThreadServer]:
-    live = ThreadServer(create_app(memory_settings(api_keys=KEYS))).start()
+def server(scripted_server) -> Iterator[ThreadServer]:
+    live = ThreadServer(create_app(memory_settings(scripted_server, api_keys=KEYS))).start()
     yield live
     live.stop()
 

@@ -8,11 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-
 from ragline.api.app import ROUTES, create_app
 from ragline.models.embeddings import Embedder, EmbeddingCache
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
+from ragline.services import Services
+
 from tests.api.live import ThreadServer, collect, memory_settings, types
 from tests.scripted_model import Reply
 
@@ -23,14 +24,15 @@ DESCALING = "Descale the Aurora kettle every month with citric acid to remove li
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[ThreadServer]:
+def server(tmp_path_factory, scripted_server) -> Iterator[ThreadServer]:
     root = tmp_path_factory.mktemp("kb-api")
     embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(root / "embeddings.sqlite"))
 
     def stack() -> RetrievalStack:
-        return RetrievalStack.build(root / "retrieval", embedder, RetrievalSettings(data_dir=root / "retrieval", redis_url=None, chroma_url=None))
+        return RetrievalStack.build(root / "retrieval", embedder, RetrievalConfig(redis_url=None, chroma_url=None))
 
-    live = ThreadServer(create_app(memory_settings(api_keys=KEYS), retrieval_factory=stack)).start()
+    settings = memory_settings(scripted_server, api_keys=KEYS)
+    live = ThreadServer(create_app(settings, services=Services(settings, retrieval_factory=stack))).start()
     yield live
     live.stop()
 

@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from tests.browser.harness import CuttableProxy, SampleServer, launch_chromium, missing_browser
+from tests.browser.harness import (
+    CuttableProxy,
+    SampleServer,
+    launch_chromium,
+    missing_browser,
+)
 from tests.conftest import SCRIPTED
 from tests.scripted_model import ScriptedModel
 

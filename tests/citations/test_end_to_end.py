@@ -32,11 +32,9 @@ def kb_chunk_ids(text: str) -> list[str]:
 
 def prepared_registry(results) -> tuple[Registry, list]:
     registry = Registry()
+    contexts = registry.render_context(results, faq_priority=True, faq_direct_answer_threshold=0.9)
     messages = registry.prepare_messages(
-        [SystemMessage(content="Answer from the sources."), HumanMessage(content="How do I reset and install?")],
-        results=results,
-        faq_priority=True,
-        faq_direct_answer_threshold=0.9,
+        [SystemMessage(content="Answer from the sources."), HumanMessage(content=f"{contexts}\n\nHow do I reset and install?")]
     )
     return registry, messages
 

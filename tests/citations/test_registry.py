@@ -7,7 +7,6 @@ from ragline.citations import Registry
 from ragline.citations.protocol import protocol_prompt
 
 SLUG_KNOWLEDGE_ID = "5d1c2b3a-aaaa-4bbb-8ccc-dddd00001111"
-POSITIONAL = '<context id="1">Run the installer.</context>'
 
 
 def test_wiki_summary_slug_is_aliased_before_its_knowledge_id(results):
@@ -18,29 +17,40 @@ def test_wiki_summary_slug_is_aliased_before_its_knowledge_id(results):
     assert registry.decode_tool_arguments({"slug": "res://0002"}) == {"slug": f"summary/{SLUG_KNOWLEDGE_ID}"}
 
 
-def test_prepare_messages_appends_the_protocol_and_replaces_positional_contexts(results):
+def test_prepare_messages_appends_the_protocol_and_leaves_the_callers_messages_alone(results):
     registry = Registry()
+    contexts = registry.render_context(results)
     messages = [
         SystemMessage(content="You answer from the knowledge base."),
-        HumanMessage(content=f"Contexts:\n{POSITIONAL}\nQuestion: how do I install?"),
+        HumanMessage(content=f"Contexts:\n{contexts}\nQuestion: how do I install?"),
     ]
-    prepared = registry.prepare_messages(messages, results=results, rendered_contexts=POSITIONAL)
+    prepared = registry.prepare_messages(messages)
     assert prepared[0].content == "You answer from the knowledge base." + protocol_prompt(True)
-    assert POSITIONAL not in prepared[1].content
     assert prepared[1].content.startswith('Contexts:\n<search_results>\n<result id="c1"')
-    assert prepared[1].content.endswith("Question: how do I install?")
-    assert messages[1].content.startswith("Contexts:\n<context")  # the caller's messages are untouched
+    assert messages[0].content == "You answer from the knowledge base."  # the caller's messages are untouched
 
 
-def test_contexts_that_cannot_be_found_are_put_before_the_question(results):
-    prepared = Registry().prepare_messages([HumanMessage(content="how?")], results=results)
+def test_without_a_system_prompt_the_protocol_becomes_one():
+    prepared = Registry().prepare_messages([HumanMessage(content="how?")])
     assert isinstance(prepared[0], SystemMessage) and prepared[0].content.startswith("## Source handling")
-    assert prepared[1].content.startswith("<search_results>") and prepared[1].content.endswith("\n\nhow?")
+    assert prepared[1].content == "how?"
+
+
+def test_a_registry_rebuilt_with_register_context_decodes_what_the_rendering_registry_issued(results, ids):
+    rendering = Registry()
+    contexts = rendering.render_context(results, faq_priority=True)
+    rebuilt = Registry()
+    rebuilt.register_context(results, faq_priority=True)
+    assert rebuilt.encode_text(contexts) == rendering.encode_text(contexts)
+    answer = 'Reset <ref id="c1"/>, install <ref id="c2"/> from <ref id="d1"/>.'
+    assert rebuilt.expand_text(answer) == rendering.expand_text(answer)
+    assert ids.faq_chunk in rebuilt.expand_text(answer)
 
 
 def test_citations_off_still_render_results_but_forbid_and_strip_citations(results):
     registry = Registry(citations_enabled=False)
-    prepared = registry.prepare_messages([SystemMessage(content="S"), HumanMessage(content="q")], results=results)
+    contexts = registry.render_context(results)
+    prepared = registry.prepare_messages([SystemMessage(content="S"), HumanMessage(content=contexts + "\nq")])
     assert "Citations are OFF" in prepared[0].content and '<result id="c1"' in prepared[1].content
     assert registry.expand_text('Yes <ref id="c1"/>, <kb chunk_id="x"/>done.') == "Yes , done."
 

@@ -13,7 +13,12 @@ from ragline.entities.extraction import (
 from ragline.entities.types import Namespace
 from ragline.retrieval.catalog import ChunkRecord
 
+from ragline.services import Services
 from tests.scripted_model import Reply, last_user_text
+
+
+def _chat():
+    return Services().chat()  # the configured model: the scripted one in these tests
 
 
 @pytest.mark.parametrize("reply, expected", [
@@ -42,7 +47,7 @@ def test_graph_replies_drop_entities_without_names_and_relationships_without_end
 
 async def test_extract_entity_asks_the_model_with_the_graph_extraction_prompt_and_a_json_schema(scripted_model):
     scripted_model.on(lambda b: True, Reply.text('{"entities": ["Gustave Eiffel"]}'))
-    assert await extract_query_entities("Who was Gustave Eiffel?") == ["Gustave Eiffel"]
+    assert await extract_query_entities("Who was Gustave Eiffel?", _chat()) == ["Gustave Eiffel"]
     body = scripted_model.requests[-1]
     assert "Question: Who was Gustave Eiffel?" in last_user_text(body)
     assert body["response_format"]["json_schema"]["name"] == "query_entities"
@@ -51,14 +56,14 @@ async def test_extract_entity_asks_the_model_with_the_graph_extraction_prompt_an
 async def test_a_server_rejecting_structured_output_gets_the_plain_prompt(scripted_model):
     scripted_model.on(lambda b: "response_format" in b, Reply(status=400, error="response_format not supported"))
     scripted_model.on(lambda b: True, Reply.text('["Paris"]'))
-    assert await extract_query_entities("Tell me about Paris") == ["Paris"]
+    assert await extract_query_entities("Tell me about Paris", _chat()) == ["Paris"]
     assert "response_format" not in scripted_model.requests[-1]
 
 
 async def test_extract_graph_returns_entities_and_relationships(scripted_model):
     scripted_model.on(lambda b: True, Reply.text(json.dumps({
         "entities": [{"name": "Eiffel Tower", "type": "landmark"}], "relationships": []})))
-    graph = await extract_graph("The Eiffel Tower is in Paris.")
+    graph = await extract_graph("The Eiffel Tower is in Paris.", _chat())
     assert [e.name for e in graph.entities] == ["Eiffel Tower"]
     assert "Text:\nThe Eiffel Tower is in Paris." in last_user_text(scripted_model.requests[-1])
 
@@ -80,7 +85,7 @@ async def test_document_extraction_writes_one_graph_per_document_with_chunk_ids(
               ChunkRecord("c3", "kb", "doc", 2, "broken chunk"),
               ChunkRecord("p1", "kb", "doc", 0, "parent text", indexed=False)]
     store = DuckDBGraphStore(tmp_path / "g.duckdb")
-    report = await extract_document_graph(store, "kb", "doc", chunks)
+    report = await extract_document_graph(store, "kb", "doc", chunks, _chat())
     assert (report.chunks, report.failed_chunks, report.nodes, report.relations) == (3, 1, 3, 2)
     tower = (await store.search([Namespace("kb")], ["Eiffel Tower"])).nodes[0]
     assert tower.chunk_ids == ["c1", "c2"] and tower.type == "landmark"
@@ -91,7 +96,7 @@ async def test_a_document_whose_every_chunk_fails_keeps_its_previous_graph(scrip
     store = DuckDBGraphStore(tmp_path / "g.duckdb")
     scripted_model.on(lambda b: True, Reply.text('{"entities": [{"name": "Paris"}], "relationships": []}'), times=1)
     scripted_model.on(lambda b: True, Reply(status=500, error="down"))
-    await extract_document_graph(store, "kb", "doc", [ChunkRecord("c1", "kb", "doc", 0, "Paris.")])
-    report = await extract_document_graph(store, "kb", "doc", [ChunkRecord("c1", "kb", "doc", 0, "Paris again.")])
+    await extract_document_graph(store, "kb", "doc", [ChunkRecord("c1", "kb", "doc", 0, "Paris.")], _chat())
+    report = await extract_document_graph(store, "kb", "doc", [ChunkRecord("c1", "kb", "doc", 0, "Paris again.")], _chat())
     assert report.failed_chunks == 1 and report.errors
     assert [n.name for n in (await store.search([Namespace("kb")], ["paris"])).nodes] == ["Paris"]

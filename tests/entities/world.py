@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from langgraph.runtime import Runtime
-from ragline.entities.store import GraphStore, graph_store_from_settings
+from ragline.entities.store import GraphStore, open_graph_store
+from ragline.settings import get_settings
 from ragline.entities.types import GraphNode, GraphRelation
 from ragline.graph.context import RunContext
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import ChunkRecord
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import Knowledge, KnowledgeBase
 
@@ -32,12 +33,12 @@ class World:
 
     @classmethod
     def build(cls, root: Path) -> World:
-        settings = RetrievalSettings(data_dir=root / "retrieval", redis_url=None, chroma_url=None)
+        settings = RetrievalConfig(redis_url=None, chroma_url=None)
         stack = RetrievalStack.build(root / "retrieval", Embedder(model="ragline/multilingual-e5-small"), settings)
-        return cls(stack, graph_store_from_settings())
+        return cls(stack, open_graph_store(get_settings()))
 
     def runtime(self, tenant_id: str = "default") -> Runtime[RunContext]:
-        services = Services(retrieval_factory=lambda: self.stack)
+        services = Services(get_settings(), retrieval_factory=lambda: self.stack, graph_store_factory=lambda: self.store)
         return Runtime(context=RunContext(tenant_id=tenant_id, services=services))
 
     async def kb(self, name: str, graph: bool = True, tenant_id: str = "default", shared: bool = False) -> KnowledgeBase:

@@ -1,7 +1,5 @@
 import threading
 
-import pytest
-
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.builder import (
     FALLBACK,
@@ -15,9 +13,11 @@ from ragline.graph.builder import (
 from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow, ResponseType
 from ragline.graph.request import PipelineRequest
-from ragline.graph.run import stream_turn
+from ragline.graph.turn import stream_turn
 from ragline.graph.stages import STAGE_NODES, Stage, StageSpec
 from ragline.graph.state import ErrorKind, PipelineError
+
+from ragline.services import Services
 from tests.scripted_model import Reply
 
 S = Stage
@@ -38,19 +38,20 @@ def test_chat_pipeline_is_a_subsequence_of_the_rag_pipeline():
 
 def test_add_if_records_its_condition():
     pipeline = PipelineBuilder().add_if(lambda s: False, S.LOAD_HISTORY).add(S.CHAT_COMPLETION).build()
-    assert pipeline.steps[0].condition is not None and pipeline.steps[1].condition is None
+    assert len(pipeline.steps[0].conditions) == 1 and pipeline.steps[1].conditions == ()
 
 
 def test_only_stages_that_exist_are_wired():
     graph = compile_pipeline(rag_pipeline(), stages=_core_stages())
     nodes = set(graph.get_graph().nodes)
     assert "rerank" not in nodes and "memory_recall" not in nodes
-    assert {"begin_turn", "query_understand", "chat_completion_stream", "fallback"} <= nodes
+    assert {"begin_turn", "query_understand", "chat_completion_stream"} <= nodes
+    assert "fallback" not in nodes  # nothing in this pipeline searches, so nothing can find nothing
 
 
 def test_rag_stream_wires_the_rerank_chain_in_the_seed_order():
-    edges = {(e.source, e.target) for e in compile_pipeline(rag_pipeline()).get_graph().edges}
-    assert {("rerank", "memory_affinity"), ("memory_affinity", "wiki_boost"), ("wiki_boost", "chunk_merge")} <= edges
+    edges = {(e.source, e.target, e.conditional) for e in compile_pipeline(rag_pipeline()).get_graph().edges}
+    assert {("rerank", "memory_affinity", False), ("memory_affinity", "wiki_boost", False), ("wiki_boost", "chunk_merge", True)} <= edges
 
 
 def test_every_preset_compiles():
@@ -79,12 +80,12 @@ def _core_stages():
 
 
 def _graph(outcome: dict):
-    stages = {**_core_stages(), S.CHUNK_SEARCH_PARALLEL: StageSpec.of(_search_node(outcome), needs_retrieval=True, window=ProgressWindow.KNOWLEDGE_SEARCH)}
+    stages = {**_core_stages(), S.CHUNK_SEARCH_PARALLEL: StageSpec.of(_search_node(outcome), needs_retrieval=True, finds_nothing=True, window=ProgressWindow.KNOWLEDGE_SEARCH)}
     return compile_pipeline(dynamic_pipeline(), stages=stages, checkpointer=memory_saver())
 
 
 async def _run(graph, request, context=None):
-    context = context or RunContext(cancel_event=threading.Event())
+    context = context or RunContext(cancel_event=threading.Event(), services=Services())
     return [e async for e in stream_turn(graph, request, context)]
 
 
@@ -151,23 +152,23 @@ async def test_pure_chat_request_runs_the_chat_pipeline_only(scripted_model):
     assert len(scripted_model.requests) == 1  # no rewrite call
 
 
-async def test_fallback_node_is_reachable_from_every_stage():
-    graph = compile_pipeline(rag_pipeline())
-    edges = {(e.source, e.target) for e in graph.get_graph().edges}
-    assert ("query_understand", FALLBACK) in edges
+async def test_the_fallback_is_reached_only_where_a_search_can_find_nothing():
+    edges = {(e.source, e.target) for e in compile_pipeline(rag_pipeline()).get_graph().edges}
+    assert {source for source, target in edges if target == FALLBACK} == {"close_knowledge_search"}
+    assert FALLBACK not in compile_pipeline(chat_pipeline()).get_graph().nodes
 
 
 async def test_plain_json_request_is_validated_when_the_turn_begins(scripted_model):
     scripted_model.on(lambda b: True, Reply.text("ok"))
     graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
-    result = await graph.ainvoke({"request": {"query": "hi", "summary": {"max_tokens": 5}}}, {"configurable": {"thread_id": "j"}})
+    result = await graph.ainvoke({"request": {"query": "hi", "summary": {"max_tokens": 5}}}, {"configurable": {"thread_id": "j"}}, context=RunContext(services=Services()))
     assert result["chat_response"].content == "ok"
 
 
 async def test_invalid_request_ends_the_turn_with_a_clear_error(scripted_model):
     received = []
     graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
-    result = await graph.ainvoke({"request": {"query": "hi", "rerank_top_k": 0}}, {"configurable": {"thread_id": "k"}}, context=RunContext(event_sink=received.append))
+    result = await graph.ainvoke({"request": {"query": "hi", "rerank_top_k": 0}}, {"configurable": {"thread_id": "k"}}, context=RunContext(event_sink=received.append, services=Services()))
     assert result["error"].kind == ErrorKind.INVALID_INPUT and "rerank_top_k" in result["error"].message
     assert [e.response_type for e in received] == [ResponseType.ERROR]
     assert scripted_model.requests == []
@@ -177,7 +178,7 @@ async def test_agent_config_in_the_run_context_sets_request_defaults(scripted_mo
     from ragline.graph.request import AgentConfig
 
     graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
-    await graph.ainvoke({"request": {"query": "hi"}}, {"configurable": {"thread_id": "a"}}, context=RunContext(agent=AgentConfig(summary={"max_tokens": 11})))
+    await graph.ainvoke({"request": {"query": "hi"}}, {"configurable": {"thread_id": "a"}}, context=RunContext(agent=AgentConfig(summary={"max_tokens": 11}), services=Services()))
     assert scripted_model.requests[-1]["max_tokens"] == 11
 
 
@@ -201,6 +202,7 @@ def _parallel_search_stage(empty: bool = False):
     return StageSpec(
         (Node(chunk_search_parallel), Parallel((Node(chunk_search), Node(entity_search))), Node(join, "search_join")),
         needs_retrieval=True,
+        finds_nothing=True,
         window=ProgressWindow.KNOWLEDGE_SEARCH,
     )
 
@@ -227,9 +229,9 @@ async def test_each_turn_starts_from_clean_per_turn_keys_while_messages_persist(
     scripted_model.on(lambda b: True, Reply.text("fine"))
     graph = _graph({})
     config = {"configurable": {"thread_id": "clean"}}
-    first = await graph.ainvoke({"request": PipelineRequest(query="hello", knowledge_base_ids=["kb"])}, config, context=RunContext())
+    first = await graph.ainvoke({"request": PipelineRequest(query="hello", knowledge_base_ids=["kb"])}, config, context=RunContext(services=Services()))
     assert first["intent"] == "greeting"
-    second = await graph.ainvoke({"request": PipelineRequest(query="q", knowledge_base_ids=["kb"], rewrite_enabled=False)}, config, context=RunContext())
+    second = await graph.ainvoke({"request": PipelineRequest(query="q", knowledge_base_ids=["kb"], rewrite_enabled=False)}, config, context=RunContext(services=Services()))
     state = (await graph.aget_state(config)).values
     assert second["intent"] == "" and state["system_prompt_override"] is None
     assert [m.type for m in state["messages"]] == ["human", "ai", "human", "ai"]
@@ -239,9 +241,9 @@ async def test_runtime_handles_never_reach_the_checkpoint(scripted_model):
     graph = compile_pipeline(chat_pipeline(), checkpointer=memory_saver())
     sink_marker = []
     config = {"configurable": {"thread_id": "handles"}}
-    await graph.ainvoke({"request": {"query": "hi"}}, config, context=RunContext(event_sink=sink_marker.append, cancel_event=threading.Event()))
+    await graph.ainvoke({"request": {"query": "hi"}}, config, context=RunContext(event_sink=sink_marker.append, cancel_event=threading.Event(), services=Services()))
     saved = graph.checkpointer.get_tuple(config).checkpoint
     values = saved["channel_values"].values()
-    assert not any(callable(v) or isinstance(v, (threading.Event, RunContext)) for v in values)
+    assert not any(callable(v) or isinstance(v, (threading.Event, RunContext, Services)) for v in values)
     assert "event_sink" not in repr(saved)
     assert sink_marker  # the sink did receive events

@@ -4,10 +4,12 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
-
 from ragline.checkpoints.savers import memory_saver
+from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
+from ragline.services import Services
+
 from tests.scripted_model import Reply
 
 
@@ -27,10 +29,11 @@ def _read(state: ParentState) -> dict:
     return {"log": [f"answer: {state['chat_response'].content}"]}
 
 
-def _parent():
-    graph = StateGraph(ParentState)
+def _parent(services: Services | None = None, context_schema: type | None = None):
+    """A parent graph embedding ours; `services` bound at compile time, else taken from the run context."""
+    graph = StateGraph(ParentState, context_schema=context_schema)
     graph.add_node("prepare", _prepare)
-    graph.add_node("ragline", build_graph("ragline"))
+    graph.add_node("ragline", build_graph("ragline", services=services))
     graph.add_node("read", _read)
     graph.add_edge(START, "prepare")
     graph.add_edge("prepare", "ragline")
@@ -41,14 +44,22 @@ def _parent():
 
 async def test_parent_graph_calls_ragline_and_reads_the_answer(scripted_model):
     scripted_model.on(lambda b: True, Reply.text("Berlin."))
-    result = await _parent().ainvoke({"question": "Capital of Germany?", "messages": ["parent message"]}, {"configurable": {"thread_id": "p1"}})
+    result = await _parent(Services()).ainvoke({"question": "Capital of Germany?", "messages": ["parent message"]}, {"configurable": {"thread_id": "p1"}})
     assert result["log"] == ["prepared", "answer: Berlin."]
     assert result["messages"] == ["parent message"]  # our conversation never leaks into the parent's list
 
 
+async def test_a_parent_hands_the_services_to_the_embedded_graph_through_its_run_context(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("Berlin."))
+    parent = _parent(context_schema=RunContext)
+    result = await parent.ainvoke({"question": "Capital of Germany?"}, {"configurable": {"thread_id": "p3"}},
+                                  context=RunContext(services=Services()))
+    assert result["log"] == ["prepared", "answer: Berlin."]
+
+
 async def test_events_from_the_embedded_graph_reach_the_parent_stream(scripted_model):
     scripted_model.on(lambda b: True, Reply.text("Berlin."))
-    chunks = [c async for c in _parent().astream({"question": "q"}, {"configurable": {"thread_id": "p2"}}, stream_mode="custom", subgraphs=True)]
+    chunks = [c async for c in _parent(Services()).astream({"question": "q"}, {"configurable": {"thread_id": "p2"}}, stream_mode="custom", subgraphs=True)]
     answers = [payload["content"] for _, payload in chunks if payload.get("response_type") == "answer"]
     assert "".join(answers) == "Berlin."
 

@@ -2,8 +2,12 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from ragline.ingestion.chunker import chunk_document, chunk_text, embedding_text, split_recursive
+from ragline.ingestion.chunker import (
+    chunk_document,
+    chunk_text,
+    embedding_text,
+    split_recursive,
+)
 from ragline.retrieval.types import ChunkingConfig
 
 WORD = st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=8)

@@ -4,8 +4,12 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from ragline.ingestion.parsers import decode_text, markdown_table, parse_bytes, parse_file
+from ragline.ingestion.parsers import (
+    decode_text,
+    markdown_table,
+    parse_bytes,
+    parse_file,
+)
 from ragline.retrieval.errors import IngestionError
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.errors import IngestionError
 from ragline.retrieval.tokenizer import tokenize

@@ -11,7 +11,6 @@ from ragline.memory.store import open_memory_store
 from ragline.models.embeddings import Embedder, EmbeddingCache
 
 
-
 @pytest.fixture(scope="session")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     cache = EmbeddingCache(tmp_path_factory.mktemp("memory-embeddings") / "cache.sqlite")

@@ -1,5 +1,4 @@
 import numpy as np
-
 from ragline.models.embeddings import Embedder, EmbeddingCache, EmbeddingModelIdentity
 
 

@@ -2,8 +2,13 @@ import hashlib
 from importlib import metadata
 
 import pytest
-
-from ragline.models.gguf import QWEN_CODER_05B, GGUFSpec, ModelFileError, assemble, locate_part
+from ragline.models.gguf import (
+    QWEN_CODER_05B,
+    GGUFSpec,
+    ModelFileError,
+    assemble,
+    locate_part,
+)
 
 
 def _two_parts_of_pyyaml():

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from langgraph.runtime import Runtime
+
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.context import RunContext
 from ragline.graph.events import ResponseType, StreamResponse
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
-from ragline.graph.run import stream_turn
+from ragline.graph.turn import stream_turn
+from ragline.services import Services
 
 
 async def run_turn(preset: str, request: PipelineRequest, graph=None, session_id: str = "s1") -> list[StreamResponse]:
     graph = graph or build_graph(preset, checkpointer=memory_saver())
-    return [event async for event in stream_turn(graph, request, RunContext(session_id=session_id))]
+    context = RunContext(session_id=session_id, services=Services())  # built now: the test's settings apply
+    return [event async for event in stream_turn(graph, request, context)]
 
 
 def of_type(events: list[StreamResponse], kind: ResponseType) -> list[StreamResponse]:
@@ -21,3 +25,8 @@ def of_type(events: list[StreamResponse], kind: ResponseType) -> list[StreamResp
 
 def answer_text(events: list[StreamResponse]) -> str:
     return "".join(e.content for e in of_type(events, ResponseType.ANSWER))
+
+
+def node_runtime(services: Services | None = None, **context: object) -> Runtime[RunContext]:
+    """A runtime for calling a node directly, with services built from the test's settings."""
+    return Runtime(context=RunContext(services=services or Services(), **context))  # type: ignore[arg-type]

@@ -2,9 +2,10 @@ from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn
 from ragline.ingestion.service import TextDocument
-from ragline.nodes import _merge_steps as step
+from ragline.retrieval import merge as step
 from ragline.nodes.chunk_merge import chunk_merge
 from ragline.retrieval.types import ChunkType
+
 from tests.nodes.results import hit
 
 

@@ -3,7 +3,9 @@ from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.graph.state import ErrorKind, TurnIds
 from ragline.ingestion.service import TextDocument
 from ragline.nodes.chunk_search import chunk_search
-from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel, resolve_targets
+from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel
+from ragline.retrieval.scope import resolve_targets
+
 from tests.nodes.results import hit
 
 TURN = TurnIds("s", "r", "u", "a")

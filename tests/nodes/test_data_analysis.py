@@ -7,10 +7,10 @@ from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.ingestion.parsers import parse_file
 from ragline.models.embeddings import Embedder
-from ragline.nodes._tabular import TableWorkspace, TabularError
+from ragline.tabular.workspace import TableWorkspace, TabularError
 from ragline.nodes.data_analysis import data_analysis
 from ragline.retrieval.catalog import ChunkRecord
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import Knowledge, SearchResult
 
@@ -24,7 +24,7 @@ class Library:
     """A real catalog with table files ingested as documents (their parsed text is what the catalog keeps)."""
 
     def __init__(self, root: Path) -> None:
-        settings = RetrievalSettings(data_dir=root / "retrieval", redis_url=None, chroma_url=None)
+        settings = RetrievalConfig(redis_url=None, chroma_url=None)
         self.root = root
         self.stack = RetrievalStack.build(root / "retrieval", Embedder(model="ragline/multilingual-e5-small"), settings)
         self.kb = self.stack.knowledge_bases.create("Tables")

@@ -1,5 +1,5 @@
 
-from ragline.entities.store import graph_store_from_settings
+from ragline.entities.store import open_graph_store
 from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.graph.state import merge_search_results
 from ragline.nodes.entity_search import entity_search
@@ -109,13 +109,14 @@ async def test_an_unreachable_graph_server_yields_no_graph_results(world, monkey
     kb, _, _ = await _landmarks(world)
     monkeypatch.setenv("RAGLINE_GRAPH_BOLT_URL", "bolt://127.0.0.1:9")  # nothing listens on the discard port
     get_settings.cache_clear()
+    world.store = open_graph_store(get_settings())
     assert await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["Paris"], [kb.id]), world.runtime()) == {}
 
 
 async def test_entity_search_over_neo4j_bolt(world, falkordb, monkeypatch):
     monkeypatch.setenv("RAGLINE_GRAPH_BOLT_URL", falkordb.bolt_url)
     get_settings.cache_clear()
-    world.store = graph_store_from_settings()
+    world.store = open_graph_store(get_settings())
     kb, _, chunks = await _landmarks(world)
     update = await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["gustave"], [kb.id]), world.runtime())
     assert [r.id for r in update["search_results"]] == [chunks[1].id]

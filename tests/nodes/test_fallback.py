@@ -2,16 +2,15 @@ from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import ErrorKind, PipelineError
 from ragline.nodes.fallback import fallback, fixed_response
+
+from tests.nodes.helpers import node_runtime
 from tests.scripted_model import Reply
 
 TURN_STATE = {"turn": None}
 
 
-class _Runtime:
-    def __init__(self, sink):
-        from ragline.graph.context import RunContext
-
-        self.context = RunContext(event_sink=sink)
+def _Runtime(sink):
+    return node_runtime(event_sink=sink)
 
 
 def _state(request):

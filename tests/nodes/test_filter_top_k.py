@@ -1,5 +1,7 @@
+from tests.nodes.helpers import node_runtime
 from ragline.graph.request import PipelineRequest
 from ragline.nodes.filter_top_k import filter_results, filter_top_k
+
 from tests.nodes.results import hit
 
 
@@ -15,4 +17,4 @@ def test_results_are_cut_to_rerank_top_k_and_kept_by_entries_are_appended():
 
 async def test_node_falls_back_to_rerank_then_search_results():
     state = {"request": PipelineRequest(query="q", rerank_top_k=1), "merge_results": [], "rerank_results": [], "search_results": [hit("s", score=0.3), hit("t", score=0.4)]}
-    assert [r.id for r in (await filter_top_k(state, None))["merge_results"]] == ["t"]
+    assert [r.id for r in (await filter_top_k(state, node_runtime()))["merge_results"]] == ["t"]

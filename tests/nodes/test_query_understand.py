@@ -1,8 +1,13 @@
+from tests.nodes.helpers import node_runtime
 import pytest
-
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, TurnIds
-from ragline.nodes.query_understand import build_messages, intent_prompt_override, query_understand
+from ragline.nodes.query_understand import (
+    build_messages,
+    intent_prompt_override,
+    query_understand,
+)
+
 from ragline.settings import get_settings
 from tests.scripted_model import Reply
 
@@ -14,20 +19,20 @@ def _state(request, history=()):
 async def test_rewrite_uses_the_conversation_and_returns_intent(scripted_model):
     scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "How tall is the Eiffel Tower?", "intent": "kb_search"}'))
     history = [HistoryTurn("r0", "Tell me about the Eiffel Tower", "It is in Paris.")]
-    update = await query_understand(_state(PipelineRequest(query="How tall is it?"), history), None)
+    update = await query_understand(_state(PipelineRequest(query="How tall is it?"), history), node_runtime())
     assert update["rewrite_query"] == "How tall is the Eiffel Tower?" and update["intent"] == "kb_search"
     prompt = scripted_model.requests[-1]["messages"][1]["content"]
     assert "Tell me about the Eiffel Tower" in prompt and "How tall is it?" in prompt
 
 
 async def test_rewrite_disabled_keeps_the_query_without_a_model_call(scripted_model):
-    update = await query_understand(_state(PipelineRequest(query="q", rewrite_enabled=False)), None)
+    update = await query_understand(_state(PipelineRequest(query="q", rewrite_enabled=False)), node_runtime())
     assert update == {"rewrite_query": "q", "intent": ""} and scripted_model.requests == []
 
 
 async def test_model_failure_keeps_the_original_query_and_empty_intent(scripted_model):
     scripted_model.on(lambda b: True, Reply(status=400, error="down"))
-    update = await query_understand(_state(PipelineRequest(query="original")), None)
+    update = await query_understand(_state(PipelineRequest(query="original")), node_runtime())
     assert (update["rewrite_query"], update["intent"]) == ("original", "")
 
 
@@ -36,7 +41,7 @@ async def test_a_failing_small_model_falls_back_to_the_chat_model(scripted_model
     monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
     get_settings.cache_clear()
     scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "via chat model", "intent": "greeting"}'))
-    update = await query_understand(_state(PipelineRequest(query="hi")), None)
+    update = await query_understand(_state(PipelineRequest(query="hi")), node_runtime())
     assert update["rewrite_query"] == "via chat model"
 
 

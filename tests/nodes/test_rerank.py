@@ -1,7 +1,6 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.models.rerank import RerankError, RerankScore
@@ -17,6 +16,7 @@ from ragline.retrieval.reranking import (
     with_composite,
 )
 from ragline.retrieval.types import ChunkType
+
 from ragline.services import Services
 from tests.nodes.results import hit
 

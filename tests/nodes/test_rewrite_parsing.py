@@ -2,8 +2,7 @@ import json
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from ragline.nodes._rewrite_parsing import parse_understanding
+from ragline.generation.understanding import parse_understanding
 
 
 def test_plain_json_is_parsed():

@@ -1,4 +1,10 @@
-from ragline.retrieval.fusion import Hit, deduplicate_by_score, fuse, normalize_keyword_scores, weighted_rrf
+from ragline.retrieval.fusion import (
+    Hit,
+    deduplicate_by_score,
+    fuse,
+    normalize_keyword_scores,
+    weighted_rrf,
+)
 from ragline.retrieval.types import MatchType
 
 V, K = MatchType.VECTOR, MatchType.KEYWORD

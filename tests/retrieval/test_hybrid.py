@@ -1,11 +1,19 @@
 import asyncio
 
 import pytest
-
-from ragline.retrieval.config import RetrievalSettings
-from ragline.retrieval.errors import (EmbeddingModelMismatchError, KnowledgeBaseAccessError,
-                                      KnowledgeBaseNotFoundError, StoreGroupError)
-from ragline.retrieval.hybrid import HybridSearcher, StoreEngines, normalized_match_count, retrieval_pool_size
+from ragline.retrieval.config import RetrievalConfig
+from ragline.retrieval.errors import (
+    EmbeddingModelMismatchError,
+    KnowledgeBaseAccessError,
+    KnowledgeBaseNotFoundError,
+    StoreGroupError,
+)
+from ragline.retrieval.hybrid import (
+    HybridSearcher,
+    StoreEngines,
+    normalized_match_count,
+    retrieval_pool_size,
+)
 from ragline.retrieval.types import MatchType, SearchParams
 from ragline.retrieval.vector_store import ChromaVectorStore
 
@@ -101,7 +109,7 @@ async def test_a_tenant_cannot_search_another_tenants_kb_unless_shared(stack, in
 
 def two_group_searcher(stack, tmp_path, second_vector, timeout=30.0):
     """Stores 'default' and 'second' side by side: KBs in each form two store groups."""
-    settings = RetrievalSettings(data_dir=tmp_path, store_group_timeout_s=timeout)
+    settings = RetrievalConfig(store_group_timeout_s=timeout)
     stack.stores["second"] = StoreEngines(second_vector, stack.stores["default"].keyword)
     return HybridSearcher(stack.catalog, stack.stores, stack.embedders, settings)
 

@@ -4,15 +4,15 @@ import argparse
 import asyncio
 
 import pytest
-
-from ragline.commands import kb as kb_cli
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.types import SearchParams
+
+from ragline.commands import kb as kb_cli
 
 
 @pytest.fixture
 def run(stack, monkeypatch, capsys):
-    monkeypatch.setattr(kb_cli, "_stack", lambda: stack)
+    monkeypatch.setattr(kb_cli.Services, "from_settings", classmethod(lambda cls, settings=None: cls(retrieval_factory=lambda: stack)))
 
     def invoke(*argv: str) -> tuple[int, str, str]:
         parser = argparse.ArgumentParser(prog="ragline")

@@ -1,6 +1,12 @@
 import math
 
-from ragline.retrieval.metrics import average_precision, mrr_at, ndcg_at, recall_at, score_run
+from ragline.retrieval.metrics import (
+    average_precision,
+    mrr_at,
+    ndcg_at,
+    recall_at,
+    score_run,
+)
 
 
 def test_ndcg_uses_linear_graded_gain():

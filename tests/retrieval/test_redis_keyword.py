@@ -4,15 +4,19 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.catalog import Catalog, ChunkRecord
-from ragline.retrieval.config import RetrievalSettings
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.keyword_index import Bm25sKeywordIndex
-from ragline.retrieval.redis_keyword import REDIS_BM25_B, REDIS_BM25_K1, RedisKeywordIndex
+from ragline.retrieval.redis_keyword import (
+    REDIS_BM25_B,
+    REDIS_BM25_K1,
+    RedisKeywordIndex,
+)
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import Knowledge, KnowledgeBase, SearchParams
+
 from tests.redis_server import RedisServer, missing_reason
 
 CORPUS = [
@@ -108,7 +112,7 @@ async def test_written_and_deleted_chunks_and_kbs(index):
 
 async def test_hybrid_search_through_a_stack_with_redis_keywords(tmp_path, embedder, redis_server):
     redis_server.flush()
-    settings = RetrievalSettings(data_dir=tmp_path, redis_url=redis_server.url, chroma_url=None)
+    settings = RetrievalConfig(redis_url=redis_server.url, chroma_url=None)
     stack = RetrievalStack.build(tmp_path, embedder, settings)
     assert isinstance(stack.stores["default"].keyword, RedisKeywordIndex)
     from ragline.ingestion.service import IngestionService

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ragline.checkpoints.streams import StreamEntry
 from ragline.service.replay import Transcript, coalesce
 from ragline.service.resume import ResumeFilter
-from ragline.checkpoints.streams import StreamEntry
 
 
 def answer(text: str, **extra) -> dict:

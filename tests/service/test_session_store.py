@@ -5,8 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from ragline.service.sessions import (
+    MemorySessionStore,
+    RedisSessionStore,
+    Session,
+    SqliteSessionStore,
+    utcnow,
+)
 
-from ragline.service.sessions import MemorySessionStore, RedisSessionStore, Session, SqliteSessionStore, utcnow
 from tests.redis_server import fresh_redis
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from ragline.service import threads
 from ragline.checkpoints.savers import memory_saver, redis_saver
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
+from ragline.services import Services
 from ragline.graph.request import PipelineRequest
+from ragline.service import threads
+
 from tests.scripted_model import Reply
 
 
@@ -26,7 +27,7 @@ async def graph(request):
 
 
 async def turn(graph, session: str, n: int) -> None:
-    context = RunContext(session_id=session, request_id=f"r{n}", user_message_id=f"u{n}", assistant_message_id=f"a{n}")
+    context = RunContext(session_id=session, request_id=f"r{n}", user_message_id=f"u{n}", assistant_message_id=f"a{n}", services=Services())
     request = PipelineRequest(query=f"question {n}", rewrite_enabled=False)
     async for _ in graph.astream({"request": request}, threads.thread_config(session), context=context, stream_mode="custom", durability="sync"):
         pass

@@ -1,6 +1,7 @@
 import ipaddress
 
 import pytest
+from ragline.settings import get_settings
 from ragline.web.fetch import fetch_url_content
 from ragline.web.guard import AddressPolicy, BlockedAddressError, GuardedNetworkBackend
 
@@ -66,5 +67,5 @@ def test_public_addresses_pass_the_policy():
 
 async def test_allow_private_setting_lets_the_fetch_reach_loopback(site, allow_private):
     site.pages["/"] = Page("<article><p>Intranet page text.</p></article>")
-    page = await fetch_url_content(site.url("/"))
+    page = await fetch_url_content(site.url("/"), AddressPolicy.from_settings(get_settings()))
     assert page.text == "Intranet page text."

@@ -12,7 +12,7 @@ from ragline.web.search import (
     search_web,
 )
 
-from ragline.settings import get_settings
+from ragline.settings import Settings, get_settings
 from tests.web.conftest import Page
 
 
@@ -62,17 +62,13 @@ async def test_searxng_json_results_become_web_search_results(site):
 async def test_a_failing_provider_raises_web_search_error(site, page):
     site.pages["/search"] = page
     with pytest.raises(WebSearchError):
-        await search_web("q", SearXNGProvider(site.url("")))
+        await search_web("q", SearXNGProvider(site.url("")), max_results=5)
 
 
 def test_the_default_provider_needs_no_key_and_searxng_needs_a_url(monkeypatch):
-    get_settings.cache_clear()
-    assert provider_from_settings().name == "duckduckgo"
+    assert provider_from_settings(Settings()).name == "duckduckgo"
     monkeypatch.setenv("RAGLINE_WEB_SEARCH_PROVIDER", "searxng")
-    get_settings.cache_clear()
     with pytest.raises(WebSearchError, match="SEARXNG_URL"):
-        provider_from_settings()
+        provider_from_settings(Settings())
     monkeypatch.setenv("RAGLINE_WEB_SEARCH_SEARXNG_URL", "http://127.0.0.1:9")
-    get_settings.cache_clear()
-    assert provider_from_settings().name == "searxng"
-    get_settings.cache_clear()
+    assert provider_from_settings(Settings()).name == "searxng"

@@ -78,7 +78,8 @@ def _unwrap(text: str) -> str:
 def parse_understanding(output: str, original_query: str) -> Understanding:
     """Rewrite, intent and image description from the model's output, never raising."""
     body = _unwrap(output or "").strip()
-    data = _first_object(body)
+    # the whole output first: a fence inside a JSON string ("```") must not cut the object apart
+    data = _first_object(output or "") or _first_object(body)
     if data is not None:
         description = _pick(data, IMAGE_ALIASES)
         ocr = _pick(data, OCR_ALIASES)

@@ -24,8 +24,6 @@ import duckdb
 from ragline import defaults
 
 TABLE_FILE_TYPES = frozenset({"csv", "xlsx"})
-_SAMPLE_ROWS = 3  # example rows per table in the schema shown to the model
-_SCAN_MEMORY = "256MB"  # one analysis must not crowd out the rest of the service
 
 
 class TabularError(RuntimeError):
@@ -168,13 +166,13 @@ class TableWorkspace:
             for name in self.tables:
                 columns = tuple(Column(row[0], row[1]) for row in db.execute(f'DESCRIBE "{name}"').fetchall())
                 count = db.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
-                sample = tuple(tuple(r) for r in db.execute(f'SELECT * FROM "{name}" LIMIT {_SAMPLE_ROWS}').fetchall())
+                sample = tuple(tuple(r) for r in db.execute(f'SELECT * FROM "{name}" LIMIT {defaults.DATA_ANALYSIS_SAMPLE_ROWS}').fetchall())
                 out.append(TableSchema(name, columns, int(count), sample))
             return out
 
     def _read_only(self) -> duckdb.DuckDBPyConnection:
         return duckdb.connect(str(self.path), read_only=True, config={
-            "enable_external_access": False, "lock_configuration": True, "threads": 1, "memory_limit": _SCAN_MEMORY,
+            "enable_external_access": False, "lock_configuration": True, "threads": 1, "memory_limit": defaults.DATA_ANALYSIS_MEMORY_LIMIT,
         })
 
     def query(self, sql: str, timeout_s: float = defaults.DATA_ANALYSIS_QUERY_TIMEOUT_S,

@@ -1,5 +1,5 @@
 """The eight steps of chunk_merge as small functions (seed: merge.go, merge_history.go,
-merge_expand.go, merge_faq.go, merge_overlap.go). The node in chunk_merge.py runs them in order."""
+merge_expand.go, merge_faq.go, merge_overlap.go). The chunk_merge stage runs them in order."""
 
 from __future__ import annotations
 
@@ -7,11 +7,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ragline import defaults
 from ragline.graph.state import HistoryTurn, merge_search_results
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.searchutil import is_content_contained, join_chunk_content, overlap_coefficient, tokenize_simple
+from ragline.retrieval.searchutil import (
+    is_content_contained,
+    join_chunk_content,
+    overlap_coefficient,
+    tokenize_simple,
+)
 from ragline.retrieval.types import ChunkType, SearchResult
+
+from ragline import defaults
 
 HISTORY_MATCH = "history"
 

@@ -1,0 +1,7 @@
+"""Answer generation shared by chat_completion, chat_completion_stream and fallback (seed: common.go).
+
+- `messages`: the prompt (system prompt, earlier rounds, the user message);
+- `citing`: the per-answer citation registry, the one place retrieved contexts are rendered;
+- `answer`: one model call, streamed or not, with its single terminal event and truncation rules;
+- `understanding`: the rewrite + intent call and its tolerant JSON parser.
+"""

@@ -1,0 +1,168 @@
+"""One answer from the model: streamed or not, cited or not (seed: chat_completion*.go, common.go).
+
+`answer_turn` is the whole generation stage for both chat_completion and chat_completion_stream,
+so every preset answers the same way: with retrieved contexts, the references event goes out
+first and the model's ref tags are expanded through the answer's citation registry. Streaming
+sends thinking and answer deltas as they come; either way exactly one terminal answer event
+goes out, a truncated answer is flagged on it, and a provider error becomes an error event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from ragline.citations import Registry, references_payload
+from ragline.generation.citing import answer_registry, cited_messages, source_chunks
+from ragline.generation.messages import prepare_messages
+from ragline.graph import events
+from ragline.graph.context import RunContext
+from ragline.graph.request import PipelineRequest
+from ragline.graph.state import (
+    ChatResponse,
+    ErrorKind,
+    PipelineError,
+    PipelineState,
+    TurnIds,
+)
+from ragline.models.chat import (
+    ChatClient,
+    ChatModelError,
+    ChatOptions,
+    Message,
+    StreamEnd,
+)
+
+from ragline import defaults
+
+TRUNCATED_EMPTY_HINT = (
+    "The answer reached the model's output limit before any text was produced. "
+    "Try a narrower question, or increase max_completion_tokens (summary.max_tokens)."
+)
+
+
+def chat_options(request: PipelineRequest) -> ChatOptions:
+    summary = request.summary
+    return ChatOptions(
+        temperature=summary.temperature,
+        top_p=summary.top_p,
+        seed=summary.seed,
+        max_tokens=summary.max_tokens,
+        thinking=summary.thinking,
+    )
+
+
+def is_truncation(finish_reason: str | None) -> bool:
+    """Case-insensitive: providers spell the same reason "length", "LENGTH", "max_tokens"."""
+    return (finish_reason or "").lower() in defaults.TRUNCATION_FINISH_REASONS
+
+
+def assistant_message(turn: TurnIds, response: ChatResponse, references: list[Any] | None = None) -> AIMessage:
+    return AIMessage(
+        content=response.content,
+        id=turn.assistant_message_id,
+        additional_kwargs={
+            "request_id": turn.request_id,
+            "references": [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in references or []],
+            "truncated": response.truncated,
+            "stopped": response.stopped,
+        },
+    )
+
+
+def _finish(client: ChatClient, content: str, thinking: str, end: StreamEnd, turn: TurnIds, context: RunContext,
+            *, stopped: bool, fallback: bool) -> ChatResponse:
+    """The terminal events of a stream (one done answer, whatever the provider did) and the response."""
+    truncated = is_truncation(end.finish_reason)
+    if truncated and not content.strip():
+        content = TRUNCATED_EMPTY_HINT
+        events.emit(context, events.answer(turn, content))
+    if thinking:
+        events.emit(context, events.thinking(turn, "", done=True))
+    events.emit(context, events.answer(turn, "", done=True, truncated=truncated))
+    return ChatResponse(content=content, thinking=thinking, finish_reason=end.finish_reason, truncated=truncated,
+                        stopped=stopped, fallback=fallback, model=client.model, usage=end.usage)
+
+
+async def complete_answer(client: ChatClient, messages: list[Message], options: ChatOptions, turn: TurnIds,
+                          context: RunContext, *, registry: Registry | None = None) -> ChatResponse:
+    """One call; the whole answer goes out as one terminal event. Raises ChatModelError before any event."""
+    result = await client.chat(messages, options)
+    content = registry.expand_text(result.content) if registry else result.content
+    thinking = registry.expand_text(result.thinking) if registry and result.thinking else result.thinking
+    truncated = is_truncation(result.finish_reason)
+    if truncated and not content.strip():
+        content = TRUNCATED_EMPTY_HINT
+    if thinking:
+        events.emit(context, events.thinking(turn, thinking, done=True))
+    events.emit(context, events.answer(turn, content, done=True, truncated=truncated))
+    return ChatResponse(content=content, thinking=thinking, finish_reason=result.finish_reason, truncated=truncated,
+                        model=client.model, usage=result.usage)
+
+
+async def stream_answer(
+    client: ChatClient,
+    messages: list[Message],
+    options: ChatOptions,
+    turn: TurnIds,
+    context: RunContext,
+    *,
+    fallback: bool = False,
+    registry: Registry | None = None,
+) -> ChatResponse:
+    """Stream deltas as events. Raises ChatModelError after emitting nothing terminal."""
+    parts: dict[str, list[str]] = {"answer": [], "thinking": []}
+    decoders = {kind: registry.stream_decoder() if registry else None for kind in parts}
+
+    def send(kind: str, text: str) -> None:
+        if not text:
+            return
+        parts[kind].append(text)
+        events.emit(context, events.thinking(turn, text) if kind == "thinking" else events.answer(turn, text))
+
+    end = StreamEnd(None)
+    stopped = False
+    try:
+        async for item in client.stream(messages, options):
+            if context.is_cancelled():
+                stopped = True
+                break
+            if isinstance(item, StreamEnd):
+                end = item
+                break
+            decoder = decoders[item.kind]
+            send(item.kind, decoder.feed(item.text) if decoder else item.text)
+    finally:  # end, error or cancel: text held back by a decoder is never lost
+        for kind, decoder in decoders.items():
+            if decoder is not None:
+                send(kind, decoder.flush())
+    return _finish(client, "".join(parts["answer"]), "".join(parts["thinking"]), end, turn, context,
+                   stopped=stopped, fallback=fallback)
+
+
+def model_error_update(turn: TurnIds, context: RunContext, exc: ChatModelError) -> dict[str, Any]:
+    """ErrModelCall: tell the client (terminal error event) and stop the pipeline."""
+    events.emit(context, events.error(turn, str(exc), code=ErrorKind.MODEL_CALL.value))
+    return {"error": PipelineError(ErrorKind.MODEL_CALL, str(exc))}
+
+
+async def answer_turn(state: PipelineState, client: ChatClient, context: RunContext, *, stream: bool) -> dict[str, Any]:
+    """The generation stage: references first when there are contexts, the cited answer, the stored message."""
+    request, turn = state["request"], state["turn"]
+    results = list(state.get("merge_results", []))
+    messages = prepare_messages(state)
+    registry: Registry | None = None
+    if results or state.get("rendered_contexts"):
+        # emitKnowledgeReferencesEvent: the whole merge result, before the answer, citations on or off
+        sources = source_chunks(results)
+        events.emit(context, events.references(turn, references_payload(sources)))
+        registry = answer_registry(request, sources)
+        messages = cited_messages(registry, messages)
+    try:
+        if stream:
+            response = await stream_answer(client, messages, chat_options(request), turn, context, registry=registry)
+        else:
+            response = await complete_answer(client, messages, chat_options(request), turn, context, registry=registry)
+    except ChatModelError as exc:
+        return model_error_update(turn, context, exc)
+    return {"chat_response": response, "messages": [assistant_message(turn, response, results)]}

@@ -1,0 +1,53 @@
+"""The nodes that open and close a progress window (the seed's progress cards, progress.go).
+
+A window is a run of stages shown to the user as one card: `tool_call` when the first of them
+starts, `tool_result` when the graph leaves them, on every path (next stage, fallback, error,
+stop). The builder places one `open_<window>` node before the window's first stage and one
+`close_<window>` node that every exit from the window passes through, so the card's life is
+part of the topology Studio draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+from ragline.graph import events
+from ragline.graph.context import RunContext, context_of
+from ragline.graph.events import ProgressWindow
+from ragline.graph.state import ErrorKind, PipelineState
+
+WindowNode = Callable[[PipelineState, Runtime[RunContext]], Awaitable[dict[str, Any]]]
+
+
+def open_name(window: ProgressWindow) -> str:
+    return f"open_{window.value}"
+
+
+def close_name(window: ProgressWindow) -> str:
+    return f"close_{window.value}"
+
+
+def open_window(window: ProgressWindow) -> WindowNode:
+    async def node(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        events.emit(context_of(runtime), events.tool_call(state["turn"], window, {"query": state["request"].query}))
+        return {}
+
+    node.__name__ = open_name(window)
+    node.__doc__ = f"Open the {window.value} progress card (tool_call) before its first stage runs."
+    return node
+
+
+def close_window(window: ProgressWindow, result_keys: tuple[str, ...]) -> WindowNode:
+    async def node(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        error = state.get("error")
+        success = error is None or error.kind == ErrorKind.SEARCH_NOTHING  # nothing found is an outcome, not a failure
+        output = {key: state[key] for key in result_keys if key in state}  # type: ignore[literal-required]
+        message = error.message if error is not None else None
+        events.emit(context_of(runtime), events.tool_result(state["turn"], window, success=success, output=output, error=message))
+        return {}
+
+    node.__name__ = close_name(window)
+    node.__doc__ = f"Close the {window.value} progress card (tool_result) on every way out of it."
+    return node

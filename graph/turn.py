@@ -1,0 +1,115 @@
+"""One user turn, driven the same way by every host (CLI, HTTP service, tests).
+
+The host's frame around the graph's own events: `agent_query` first (with the ids a client needs
+to resume), then whatever the stages emit, then `complete` last, also after an error or a stop.
+A progress card the graph left open (a stage raised) is closed as failed before `complete`.
+The turn's ids are minted here, once; `begin_turn` only mints them for hosts that drive the
+graph themselves (Studio, a parent graph).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+from ragline.graph import events
+from ragline.graph.context import RunContext
+from ragline.graph.events import ProgressWindow, ResponseType, StreamResponse
+from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnIds
+
+log = logging.getLogger(__name__)
+
+
+def with_turn_ids(context: RunContext) -> RunContext:
+    """The context with every id the caller left empty minted (the one place ids are made)."""
+    return replace(
+        context,
+        session_id=context.session_id or str(uuid.uuid4()),
+        request_id=context.request_id or str(uuid.uuid4()),
+        user_message_id=context.user_message_id or str(uuid.uuid4()),
+        assistant_message_id=context.assistant_message_id or str(uuid.uuid4()),
+    )
+
+
+def turn_ids(context: RunContext) -> TurnIds:
+    context = with_turn_ids(context)
+    return TurnIds(context.session_id, context.request_id, context.user_message_id, context.assistant_message_id)
+
+
+class TurnDriver:
+    """Runs one turn of a compiled graph on the session's thread and frames its events."""
+
+    def __init__(self, graph: CompiledStateGraph, context: RunContext, *, config: dict[str, Any] | None = None,
+                 durability: str | None = None) -> None:
+        self.graph = graph
+        self.context = with_turn_ids(context)
+        self.turn = turn_ids(self.context)
+        self.config: dict[str, Any] = {**(config or {})}
+        self.config.setdefault("configurable", {}).setdefault("thread_id", self.context.session_id)
+        self.durability = durability
+        self.failed = False
+        self.failure: Exception | None = None  # what broke the graph, for the host's logs
+        self._open_windows: dict[str, None] = {}
+
+    def opening(self, query: str, *, title_pending: bool = False) -> StreamResponse:
+        return events.agent_query(self.turn, query, title_pending=title_pending)
+
+    def seen(self, event: StreamResponse) -> StreamResponse:
+        """Track what the client was shown: failures, and the progress cards still open."""
+        tool = (event.data or {}).get("tool_name")
+        if event.response_type == ResponseType.ERROR:
+            self.failed = True
+        elif event.response_type == ResponseType.TOOL_CALL and tool:
+            self._open_windows[tool] = None
+        elif event.response_type == ResponseType.TOOL_RESULT and tool:
+            self._open_windows.pop(tool, None)
+        return event
+
+    async def events(self, graph_input: Any) -> AsyncIterator[StreamResponse]:
+        """The graph's events; an unexpected failure becomes one error event (cancellation propagates)."""
+        options: dict[str, Any] = {"context": self.context, "stream_mode": "custom"}
+        if self.durability is not None:
+            options["durability"] = self.durability
+        try:
+            async for chunk in self.graph.astream(graph_input, self.config, **options):
+                yield self.seen(StreamResponse.model_validate(chunk))
+        except Exception as exc:
+            self.failure = exc  # the host decides how loudly to log it; a CLI must not print a traceback
+            log.debug("turn %s failed", self.turn.assistant_message_id, exc_info=True)
+            for event in self._close_windows(str(exc) or type(exc).__name__):
+                yield event
+            if not self.failed:
+                yield self.seen(events.error(self.turn, f"the pipeline failed: {exc}", code="internal"))
+
+    def _close_windows(self, error: str) -> list[StreamResponse]:
+        """Progress cards the graph left open (a stage raised, or the run was cancelled hard), as failed."""
+        closing = [
+            events.tool_result(self.turn, ProgressWindow(tool), success=False, error=error)
+            for tool in self._open_windows
+            if tool in ProgressWindow._value2member_map_
+        ]
+        self._open_windows.clear()
+        return closing
+
+    def closing(self) -> list[StreamResponse]:
+        """Cards still open closed as failed, then complete."""
+        return [*self._close_windows("the stage did not finish"), events.complete(self.turn, stopped=self.context.is_cancelled())]
+
+    async def run(self, request: PipelineRequest) -> AsyncIterator[StreamResponse]:
+        yield self.opening(request.query)
+        async for event in self.events({"request": request}):
+            yield event
+        for event in self.closing():
+            yield event
+
+
+async def stream_turn(graph: CompiledStateGraph, request: PipelineRequest, context: RunContext | None = None,
+                      config: dict[str, Any] | None = None) -> AsyncIterator[StreamResponse]:
+    """Events of one turn on the session's thread (config's thread_id defaults to the session id)."""
+    async for event in TurnDriver(graph, context or RunContext(), config=config).run(request):
+        yield event
