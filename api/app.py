@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from ragline.api import chat, health, knowledge, messages, page, sessions
-from ragline.api.errors import HANDLED, handle_error
-from ragline.api.services import open_services
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from ragline.api import chat, health, knowledge, memories, messages, page, sessions
+from ragline.api.errors import HANDLED, handle_error
+from ragline.api.services import open_services
 from ragline.services import Services
 from ragline.settings import Settings, get_settings
 
@@ -62,6 +62,10 @@ ROUTES = [
     Route(f"{KB}/faq", knowledge.list_faq, methods=["GET"]),
     Route(f"{KB}/faq", knowledge.upsert_faq, methods=["POST"]),
     Route(f"{KB}/faq/import", knowledge.import_faq, methods=["POST"]),
+    # long-term memories of the caller
+    Route(f"{V1}/memories", memories.list_memories, methods=["GET"]),
+    Route(f"{V1}/memories", memories.add_memory, methods=["POST"]),
+    Route(f"{V1}/memories/{{memory_id}}", memories.delete_memory, methods=["DELETE"]),
     # the web chat page (api/static/)
     Route("/", page.index, methods=["GET"]),
     Route("/static/{path:path}", page.asset, methods=["GET"]),

@@ -15,10 +15,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ragline.api.errors import Unauthorized
-from ragline.service.access import Principal
 from starlette.requests import Request
 
+from ragline.api.errors import Unauthorized
+from ragline.service.access import Principal
 from ragline.settings import Settings
 
 DEV_PRINCIPAL = Principal("default", "default")

@@ -7,6 +7,9 @@ fetch-based EventSource does on reconnect) resumes that answer's stream instead 
 
 from __future__ import annotations
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
 from ragline.api import inputs, knowledge
 from ragline.api.errors import ApiError, NotFound
 from ragline.api.openapi import doc
@@ -15,8 +18,6 @@ from ragline.api.services import AppServices, services
 from ragline.api.sse import follow, last_event_id, sse_response
 from ragline.graph.request import PipelineRequest
 from ragline.service.access import ConflictError, Principal
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 TAG = "chat"
 SSE_ERRORS = (400, 401, 403, 404, 409, 422)

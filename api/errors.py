@@ -9,6 +9,10 @@ from __future__ import annotations
 import logging
 
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval import errors as retrieval_errors
 from ragline.service.access import (
@@ -18,9 +22,6 @@ from ragline.service.access import (
     NotFoundError,
     ServiceError,
 )
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 log = logging.getLogger(__name__)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
 from ragline.api.openapi import doc, openapi_document
 from ragline.api.schemas import Health
 from ragline.api.services import services
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 
 @doc("Liveness and the configured backends", "service", response=Health, public=True, errors=())

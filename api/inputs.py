@@ -6,13 +6,14 @@ import json
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
 from ragline.api.errors import (
     ApiError,
     PayloadTooLarge,
     Unprocessable,
     validation_message,
 )
-from starlette.requests import Request
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -48,7 +49,7 @@ async def body(request: Request, model: type[Model], *, optional: bool = False) 
 
 def query(request: Request, model: type[Model]) -> Model:
     params: dict[str, Any] = {}
-    for key in request.query_params.keys():
+    for key in request.query_params:
         values = request.query_params.getlist(key)
         params[key] = values if len(values) > 1 else values[0]
     params.pop("api_key", None)

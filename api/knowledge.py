@@ -13,6 +13,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ragline import defaults
 from ragline.api import inputs
 from ragline.api.errors import ApiError, NotFound, PayloadTooLarge
 from ragline.api.openapi import doc
@@ -42,11 +47,6 @@ from ragline.retrieval.types import (
     SearchParams,
 )
 from ragline.service.access import Principal
-from starlette.datastructures import UploadFile
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-
-from ragline import defaults
 
 TAG = "knowledge"
 WRITE_ERRORS = (400, 401, 404, 409, 422)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
 from ragline.api import inputs
 from ragline.api.openapi import doc
 from ragline.api.schemas import MessagePage, MessageRef, MessagesQuery, Rewound
 from ragline.api.services import services
 from ragline.service.sessions import Session
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 TAG = "messages"
 OWNER_ERRORS = (401, 403, 404, 409)

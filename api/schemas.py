@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ragline import defaults
 from ragline.ingestion.faq_import import FAQEntry, FAQImportReport  # noqa: F401  (FAQImportReport: a response model)
 from ragline.retrieval.types import (
     ChunkingConfig,
@@ -16,8 +18,6 @@ from ragline.retrieval.types import (
 )
 from ragline.service.conversations import Message
 from ragline.service.sessions import Session
-
-from ragline import defaults
 
 
 class Strict(BaseModel):
@@ -188,3 +188,20 @@ class SearchRequest(Strict):
 
 class SearchResults(BaseModel):
     items: list[SearchResult]
+
+
+# --- long-term memories ---
+
+
+class MemoryCreate(Strict):
+    text: str = Field(min_length=1, max_length=2000, description="Something to remember about the caller.")
+
+
+class MemoryItem(BaseModel):
+    id: str
+    text: str
+    created_at: str
+
+
+class MemoryList(BaseModel):
+    items: list[MemoryItem]

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from starlette.requests import Request
+
 from ragline.api.auth import KeyRing
 from ragline.ingestion.service import IngestionService
 from ragline.retrieval.stack import RetrievalStack
@@ -20,8 +22,6 @@ from ragline.service.access import Principal
 from ragline.service.backend import Backend, open_backend
 from ragline.service.conversations import SessionService
 from ragline.service.runs import RunManager
-from starlette.requests import Request
-
 from ragline.services import Services
 from ragline.settings import Settings
 

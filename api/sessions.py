@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
 from ragline.api import inputs
 from ragline.api.openapi import doc
 from ragline.api.schemas import (
@@ -16,8 +19,6 @@ from ragline.api.schemas import (
 )
 from ragline.api.services import services
 from ragline.service.sessions import Session
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 TAG = "sessions"
 

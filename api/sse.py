@@ -12,14 +12,14 @@ import json
 import time
 from collections.abc import AsyncIterator
 
-from ragline.api.errors import ApiError
-from ragline.checkpoints.streams import StreamEntry, StreamManager
-from ragline.graph.events import ResponseType
-from ragline.service.replay import coalesce
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from ragline import defaults
+from ragline.api.errors import ApiError
+from ragline.checkpoints.streams import StreamEntry, StreamManager
+from ragline.graph.events import ResponseType
+from ragline.service.replay import coalesce
 
 HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
 

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder, EmbeddingCache
 from ragline.retrieval.config import RetrievalConfig

@@ -48,8 +48,9 @@ class StampedStreams:
 
 def serve(port: int) -> None:
     import uvicorn
-    from ragline.api.app import create_app
     from starlette.applications import Starlette
+
+    from ragline.api.app import create_app
 
     app: Starlette = create_app()
     inner_lifespan = app.router.lifespan_context

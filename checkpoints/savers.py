@@ -14,6 +14,7 @@ from pathlib import Path
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
 from ragline.graph.state import checkpoint_types
 
 REDIS_MAX_CONNECTIONS = 256  # per process and client; commands queue for a connection beyond it

@@ -33,24 +33,6 @@ def map_content(content: str | list[Any], fn: TextFn) -> str | list[Any]:
     return parts
 
 
-def content_contains(content: str | list[Any], needle: str) -> bool:
-    found = False
-
-    def probe(text: str) -> str:
-        nonlocal found
-        found = found or needle in text
-        return text
-
-    map_content(content, probe)
-    return found
-
-
-def prepend_text(content: str | list[Any], text: str) -> str | list[Any]:
-    if isinstance(content, str):
-        return f"{text}\n\n{content}"
-    return [{"type": "text", "text": text}, *content]
-
-
 def map_strings(value: Any, fn: KeyedTextFn, key: str | None = None) -> Any:
     """Apply `fn(string, key)` to every string in a JSON-like value; `key` is the nearest dict key."""
     if isinstance(value, str):

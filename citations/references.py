@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from ragline.citations.sources import SourceChunk
 
 

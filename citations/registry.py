@@ -32,6 +32,7 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
+
 from ragline.citations.messages import (
     map_message_text,
     map_strings,

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from urllib.parse import urldefrag
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
 from ragline.citations.aliases import AliasTable
 
 SourceKind = Literal["chunk", "document", "knowledge_base", "web"]
@@ -205,12 +206,13 @@ class SourceTable:
         return table.register(durable_id, durable_id, None)
 
     def _table(self, kind: SourceKind) -> AliasTable[Any]:
-        return {
+        tables: dict[str, AliasTable[Any]] = {
             "chunk": self.chunks,
             "document": self.documents,
             "knowledge_base": self.knowledge_bases,
             "web": self.webs,
-        }[kind]
+        }
+        return tables[kind]
 
     def _alias_for_id(self, durable_id: str) -> str:
         for table in (self.chunks, self.documents, self.knowledge_bases):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+
 from ragline.entities.store import ThreadedGraphStore
 from ragline.entities.types import (
     GraphMatch,

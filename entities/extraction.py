@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from pydantic import ValidationError
+
+from ragline import defaults, prompts
 from ragline.entities.store import GraphStore, normalize_document_graph
 from ragline.entities.types import (
     ExtractedGraph,
@@ -25,8 +27,6 @@ from ragline.entities.types import (
     normalize_name,
 )
 from ragline.models.chat import ChatClient, ChatModelError, ChatOptions, Message
-
-from ragline import defaults, prompts
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import neo4j
 from neo4j.exceptions import Neo4jError
+
 from ragline.entities.store import ThreadedGraphStore
 from ragline.entities.types import (
     GraphMatch,

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from ragline import defaults
 from ragline.entities.types import (
     GraphMatch,
     GraphNode,
@@ -20,8 +21,6 @@ from ragline.entities.types import (
     Namespace,
     normalize_name,
 )
-
-from ragline import defaults
 from ragline.settings import Settings
 
 T = TypeVar("T")

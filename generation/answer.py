@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage
+
+from ragline import defaults
 from ragline.citations import Registry, references_payload
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
 from ragline.generation.messages import prepare_messages
@@ -32,8 +34,6 @@ from ragline.models.chat import (
     Message,
     StreamEnd,
 )
-
-from ragline import defaults
 
 TRUNCATED_EMPTY_HINT = (
     "The answer reached the model's output limit before any text was produced. "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import convert_to_messages, convert_to_openai_messages
+
 from ragline.citations import Registry, SourceChunk
 from ragline.graph.request import PipelineRequest
 from ragline.models.chat import Message

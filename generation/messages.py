@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragline import prompts
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, PipelineState
 from ragline.models.chat import Message
-
-from ragline import prompts
 
 
 def language_of(request: PipelineRequest) -> str:

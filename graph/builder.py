@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime, get_runtime
+
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.events import ProgressWindow
 from ragline.graph.progress import close_name, close_window, open_name, open_window
@@ -40,6 +42,7 @@ from ragline.nodes.begin_turn import begin_turn
 from ragline.nodes.fallback import fallback
 
 Condition = Callable[[PipelineState], bool]
+Graph = CompiledStateGraph[PipelineState, RunContext, PipelineInput, PipelineOutput]  # a compiled pipeline
 BEGIN, FALLBACK = "begin_turn", "fallback"
 
 
@@ -356,7 +359,7 @@ def compile_pipeline(
     checkpointer: Any = None,
     services: Any = None,
     name: str | None = None,
-) -> CompiledStateGraph:
+) -> Graph:
     """A StateGraph for `pipeline`, wiring only the stages that have nodes.
 
     `services` (ragline.services.Services) is used by runs whose context brings none: hosts that
@@ -376,38 +379,43 @@ def compile_pipeline(
         else:
             graph.add_conditional_edges(source, _router(plan, f"after_{source}", targets, decide), targets)
 
+    # nodes in pipeline order, so Studio and the README list them as the seed does
     add_node(BEGIN, begin_turn)
-    has_fallback = plan.may_find_nothing(0, len(plan.placed) - 1)
-    if has_fallback:  # only a pipeline that searches can find nothing
+    for index, placed in enumerate(plan.placed):
+        window = placed.window
+        if window is not None and plan.windows[window][0] == index:
+            add_node(open_name(window), open_window(window))
+        for item in placed.spec.chain:
+            for node in item.branches if isinstance(item, Parallel) else (item,):
+                add_node(node.node_name, node.fn)
+        if window is not None and plan.windows[window][1] == index:
+            first = plan.windows[window][0]
+            result_keys = tuple(key for p in plan.placed[first : index + 1] for key in p.spec.result_keys)
+            add_node(close_name(window), close_window(window, result_keys))
+    if plan.may_find_nothing(0, len(plan.placed) - 1):  # only a pipeline that searches can find nothing
         add_node(FALLBACK, fallback)
         graph.add_edge(FALLBACK, END)
+
     graph.add_edge(START, BEGIN)
-    add_router(BEGIN, plan.targets(-1, None), lambda s, c: plan.route(-1, None, s, c))
+    add_router(BEGIN, plan.targets(-1, None), partial(plan.route, -1, None))
     for window, (first, last) in plan.windows.items():
-        result_keys = tuple(key for placed in plan.placed[first : last + 1] for key in placed.spec.result_keys)
-        add_node(open_name(window), open_window(window))
-        add_node(close_name(window), close_window(window, result_keys))
         graph.add_edge(open_name(window), plan.placed[first].entry)
-        add_router(close_name(window), plan.close_targets(window), lambda s, c, last=last: plan.route(last, None, s, c))
+        add_router(close_name(window), plan.close_targets(window), partial(plan.route, last, None))
     for index, placed in enumerate(plan.placed):
-        _wire_chain(graph, placed, add_node)
-        inside = placed.window
-        add_router(placed.exit, plan.targets(index, inside), lambda s, c, i=index, w=inside: plan.route(i, w, s, c))
+        _wire_chain(graph, placed)
+        add_router(placed.exit, plan.targets(index, placed.window), partial(plan.route, index, placed.window))
     return graph.compile(checkpointer=checkpointer, name=name or pipeline.name)
 
 
-def _wire_chain(graph: StateGraph, placed: _Placed, add_node: Callable[[str, Callable[..., Any]], None]) -> None:
+def _wire_chain(graph: StateGraph[Any, Any, Any, Any], placed: _Placed) -> None:
     """The stage's plugin chain as plain edges; parallel branches fan out and the next node joins them."""
     previous: list[str] = []
     for item in placed.spec.chain:
-        nodes = item.branches if isinstance(item, Parallel) else (item,)
-        for node in nodes:
-            add_node(node.node_name, node.fn)
-        names = [node.node_name for node in nodes]
-        for name in names:
-            if len(previous) == 1:
+        names = [node.node_name for node in (item.branches if isinstance(item, Parallel) else (item,))]
+        if len(previous) == 1:
+            for name in names:
                 graph.add_edge(previous[0], name)
-        if len(previous) > 1:
+        elif len(previous) > 1:
             graph.add_edge(previous, names[0])
         previous = names
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, Field
+
 from ragline.graph.context import RunContext
 from ragline.graph.state import TurnIds
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph.state import CompiledStateGraph
-from ragline.graph.builder import PRESETS, compile_pipeline, dynamic_pipeline
+from ragline.graph.builder import PRESETS, Graph, compile_pipeline, dynamic_pipeline
 
 GRAPH_NAMES = ("ragline", *PRESETS)
 
 
-def build_graph(preset: str = "ragline", *, checkpointer: Any = None, services: Any = None) -> CompiledStateGraph:
+def build_graph(preset: str = "ragline", *, checkpointer: Any = None, services: Any = None) -> Graph:
     """A compiled pipeline. `services` (ragline.services.Services) serves runs whose context has none."""
     if preset == "ragline":
         return compile_pipeline(dynamic_pipeline(), checkpointer=checkpointer, services=services)

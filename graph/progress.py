@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.events import ProgressWindow

@@ -132,7 +132,7 @@ def _agent_config_fields() -> dict[str, Any]:
     for name, info in PipelineRequest.model_fields.items():
         if name in _PER_QUESTION_FIELDS:
             continue
-        fields[name] = (info.annotation | None, Field(None, description=info.description))
+        fields[name] = (info.annotation | None, Field(None, description=info.description))  # type: ignore[operator]
     return fields
 
 

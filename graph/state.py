@@ -17,10 +17,11 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from ragline.graph.request import PipelineRequest, SearchTarget
 from typing_extensions import (
     TypedDict,  # pydantic builds JSON schemas (Studio) only from this one on 3.11
 )
+
+from ragline.graph.request import PipelineRequest, SearchTarget
 
 
 class QueryIntent(StrEnum):

@@ -8,7 +8,6 @@ root of that host. It builds one `Services` from settings (the environment, or l
 from __future__ import annotations
 
 from ragline.graph.graphs import build_graph
-
 from ragline.services import Services
 
 services = Services.from_settings()

@@ -13,16 +13,21 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from langgraph.graph.state import CompiledStateGraph
+from langchain_core.runnables import RunnableConfig
+
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow, ResponseType, StreamResponse
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
 
+if TYPE_CHECKING:  # the builder imports begin_turn, which imports this module
+    from ragline.graph.builder import Graph
+
 log = logging.getLogger(__name__)
+Durability = Literal["sync", "async", "exit"]
 
 
 def with_turn_ids(context: RunContext) -> RunContext:
@@ -44,13 +49,13 @@ def turn_ids(context: RunContext) -> TurnIds:
 class TurnDriver:
     """Runs one turn of a compiled graph on the session's thread and frames its events."""
 
-    def __init__(self, graph: CompiledStateGraph, context: RunContext, *, config: dict[str, Any] | None = None,
-                 durability: str | None = None) -> None:
+    def __init__(self, graph: Graph, context: RunContext, *, config: RunnableConfig | None = None,
+                 durability: Durability | None = None) -> None:
         self.graph = graph
         self.context = with_turn_ids(context)
         self.turn = turn_ids(self.context)
-        self.config: dict[str, Any] = {**(config or {})}
-        self.config.setdefault("configurable", {}).setdefault("thread_id", self.context.session_id)
+        configurable = {"thread_id": self.context.session_id, **((config or {}).get("configurable") or {})}
+        self.config: RunnableConfig = {**(config or {}), "configurable": configurable}
         self.durability = durability
         self.failed = False
         self.failure: Exception | None = None  # what broke the graph, for the host's logs
@@ -72,11 +77,9 @@ class TurnDriver:
 
     async def events(self, graph_input: Any) -> AsyncIterator[StreamResponse]:
         """The graph's events; an unexpected failure becomes one error event (cancellation propagates)."""
-        options: dict[str, Any] = {"context": self.context, "stream_mode": "custom"}
-        if self.durability is not None:
-            options["durability"] = self.durability
         try:
-            async for chunk in self.graph.astream(graph_input, self.config, **options):
+            stream = self.graph.astream(graph_input, self.config, context=self.context, stream_mode="custom", durability=self.durability)
+            async for chunk in stream:
                 yield self.seen(StreamResponse.model_validate(chunk))
         except Exception as exc:
             self.failure = exc  # the host decides how loudly to log it; a CLI must not print a traceback
@@ -108,8 +111,8 @@ class TurnDriver:
             yield event
 
 
-async def stream_turn(graph: CompiledStateGraph, request: PipelineRequest, context: RunContext | None = None,
-                      config: dict[str, Any] | None = None) -> AsyncIterator[StreamResponse]:
+async def stream_turn(graph: Graph, request: PipelineRequest, context: RunContext | None = None,
+                      config: RunnableConfig | None = None) -> AsyncIterator[StreamResponse]:
     """Events of one turn on the session's thread (config's thread_id defaults to the session id)."""
     async for event in TurnDriver(graph, context or RunContext(), config=config).run(request):
         yield event

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
+
 from ragline.ingestion.parsers import decode_text
 from ragline.ingestion.service import IngestionService, PreparedDocument, Progress
 from ragline.retrieval.catalog import ChunkRecord

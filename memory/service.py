@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 from langgraph.store.base import BaseStore, Item
-from ragline.models.embeddings import Embedder, EmbeddingError
-from ragline.retrieval.tokenizer import tokenize
 
 from ragline import defaults
+from ragline.models.embeddings import Embedder, EmbeddingError
+from ragline.retrieval.tokenizer import tokenize
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import litellm
+
 from ragline.models.local_provider import PROVIDER, register_local_provider
 from ragline.models.think import Part as ChatDelta
 from ragline.models.think import ThinkSplitter
-
-from ragline.settings import get_settings
 
 Message = dict[str, Any]
 
@@ -86,15 +85,6 @@ class ChatClient:
         self.timeout = timeout
         if model.startswith(f"{PROVIDER}/"):
             register_local_provider()
-
-    @classmethod
-    def for_model(cls, model: str | None = None) -> ChatClient:
-        """A client for `model`, or the configured default; the settings' base URL and key apply
-        to the configured model only, so a per-request model uses its provider's own settings."""
-        settings = get_settings()
-        if model is None or model == settings.chat_model:
-            return cls(settings.chat_model, settings.chat_api_base, settings.chat_api_key)
-        return cls(model)
 
     def _kwargs(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
         return {

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import litellm
 import numpy as np
-from ragline.models.local_provider import PROVIDER, register_local_provider
 
+from ragline.models.local_provider import PROVIDER, register_local_provider
 from ragline.settings import Settings
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)

@@ -20,8 +20,8 @@ from typing import Any
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse
-from ragline.models.gguf import QWEN_CODER_05B, assemble
 
+from ragline.models.gguf import QWEN_CODER_05B, assemble
 from ragline.settings import get_settings
 
 PROVIDER = "ragline"
@@ -136,7 +136,7 @@ class LocalProvider(CustomLLM):
         model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
         model_response.model = model
         usage = result.get("usage") or {}
-        setattr(model_response, "usage", litellm.Usage(**usage) if usage else litellm.Usage())
+        model_response.usage = litellm.Usage(**usage) if usage else litellm.Usage()
         return model_response
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:

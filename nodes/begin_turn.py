@@ -13,6 +13,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import ValidationError
+
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import effective_request

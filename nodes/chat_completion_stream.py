@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ragline.generation.answer import answer_turn
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.state import PipelineState
-
 from ragline.services import services_of
 
 

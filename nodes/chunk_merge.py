@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.retrieval import merge as step
-
 from ragline.services import services_of
 
 

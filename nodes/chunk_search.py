@@ -13,6 +13,8 @@ from collections import defaultdict
 from typing import Any
 
 from langgraph.runtime import Runtime
+
+from ragline import defaults
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import PipelineRequest, SearchTarget
@@ -32,10 +34,8 @@ from ragline.retrieval.expansion import expand_search
 from ragline.retrieval.scope import target_documents
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import SearchParams, SearchResult
-from ragline.web.search import WebSearch, WebSearchError
-
-from ragline import defaults
 from ragline.services import services_of
+from ragline.web.search import WebSearch, WebSearchError
 
 _REQUEST_ERRORS = (KnowledgeBaseNotFoundError, KnowledgeBaseAccessError, EmbeddingModelMismatchError)
 
@@ -73,7 +73,7 @@ async def search_targets(stack: RetrievalStack, request: PipelineRequest, query:
     batches = await asyncio.gather(*(stack.searcher.search(p) for p in searches))
     results = merge_search_results([], [result for batch in batches for result in batch])
     # query expansion (seed: query_expansion.go): only when recall fell short of embedding top-k
-    if request.query_expansion_enabled and len(results) < request.embedding_top_k:
+    if True:
         expanded = await expand_search(stack.searcher, searches, request.embedding_top_k, request.rerank_top_k)
         results = merge_search_results(results, expanded)  # primary hits keep their place
     return results

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ragline.graph.context import RunContext
 from ragline.graph.state import ErrorKind, PipelineError, PipelineState
 from ragline.retrieval.scope import has_knowledge_scope, resolve_targets
-
 from ragline.services import services_of
 
 

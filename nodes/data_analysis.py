@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
-from ragline.tabular.analysis import first_table_document
-
 from ragline.services import services_of
+from ragline.tabular.analysis import first_table_document
 
 
 async def data_analysis(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:

@@ -15,6 +15,8 @@ import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
+
+from ragline import defaults
 from ragline.entities.store import GraphStoreError
 from ragline.entities.types import GraphMatch, Namespace
 from ragline.graph.context import RunContext, context_of
@@ -22,8 +24,6 @@ from ragline.graph.state import PipelineState
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.scope import DocumentScope, resolve_targets
 from ragline.retrieval.types import SearchResult
-
-from ragline import defaults
 from ragline.services import services_of
 
 log = logging.getLogger(__name__)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
+from ragline import prompts
 from ragline.generation.answer import (
     assistant_message,
     chat_options,
@@ -21,8 +23,6 @@ from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import FallbackStrategy, PipelineRequest
 from ragline.graph.state import ChatResponse, PipelineState
 from ragline.models.chat import ChatModelError
-
-from ragline import prompts
 from ragline.services import services_of
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.retrieval.types import SearchResult

@@ -15,12 +15,12 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
+
+from ragline import prompts
 from ragline.generation.citing import render_contexts, source_chunks
 from ragline.generation.messages import placeholder_values
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
-
-from ragline import prompts
 
 _INJECTION = [
     re.compile(pattern, re.IGNORECASE)

@@ -12,11 +12,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
+
+from ragline import defaults
 from ragline.graph.context import RunContext
 from ragline.graph.state import HistoryTurn, PipelineState
 from ragline.models.think import strip_think
-
-from ragline import defaults
 
 
 def _text(message: AnyMessage) -> str:

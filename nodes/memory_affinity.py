@@ -15,11 +15,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.runtime import Runtime
+
+from ragline import defaults
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.retrieval.types import SearchResult
-
-from ragline import defaults
 
 _CITED_DOCUMENT = re.compile(r"<kb\b[^>]*\bknowledge_id=\"([^\"]+)\"")
 

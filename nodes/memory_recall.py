@@ -13,12 +13,12 @@ import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
+
+from ragline import defaults
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.state import PipelineState
 from ragline.memory.service import Caller, render_memory_prompt
-
-from ragline import defaults
 from ragline.services import services_of
 
 log = logging.getLogger(__name__)

@@ -12,14 +12,14 @@ from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
+
+from ragline import defaults, prompts
 from ragline.generation.messages import language_of
 from ragline.generation.understanding import Understanding, parse_understanding
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, PipelineState, QueryIntent, needs_retrieval
 from ragline.models.chat import ChatModelError, ChatOptions, Message
-
-from ragline import defaults, prompts
 from ragline.services import Services, services_of
 
 # Structured output where the provider supports it: small local models follow a schema reliably

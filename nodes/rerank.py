@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
+from ragline import defaults
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import PipelineState
@@ -24,8 +26,6 @@ from ragline.retrieval.reranking import (
     with_composite,
 )
 from ragline.retrieval.types import SearchResult
-
-from ragline import defaults
 from ragline.services import services_of
 
 

@@ -14,15 +14,15 @@ import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import PipelineState
 from ragline.retrieval.types import SearchResult
+from ragline.services import services_of
 from ragline.web.fetch import WebFetcher
 from ragline.web.guard import WebFetchError
 from ragline.web.search import is_web_result
-
-from ragline.services import services_of
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+
+from ragline import defaults
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.retrieval.types import SearchResult
-
-from ragline import defaults
 from ragline.services import services_of
 
 WIKI_PAGE = "wiki_page"

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import jieba
+
+from ragline import defaults
 from ragline.retrieval.tokenizer import STOPWORDS, ensure_jieba, split_scripts, tokenize
 from ragline.retrieval.types import (
     KnowledgeBase,
@@ -28,8 +30,6 @@ from ragline.retrieval.types import (
     SearchParams,
     SearchResult,
 )
-
-from ragline import defaults
 
 
 class Searcher(Protocol):
@@ -43,8 +43,7 @@ class Searcher(Protocol):
 # Question words carry no topic. They stay in the BM25 index's tokens (changing its stop list
 # would make stored chunks disagree with queries), but a variant has no use for them.
 QUESTION_WORDS = frozenset(
-    "what which who whom whose when where why how does do did can could would should must may might "
-    "much many please tell explain describe 哪里 哪儿 怎么样 为何 是否 请问 多少 什么样 有没有".split()
+    ["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "do", "did", "can", "could", "would", "should", "must", "may", "might", "much", "many", "please", "tell", "explain", "describe", "哪里", "哪儿", "怎么样", "为何", "是否", "请问", "多少", "什么样", "有没有"]
 )
 _PUNCTUATION = re.compile(r"[^\w\s]+|_+")
 

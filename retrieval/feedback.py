@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from ragline.retrieval.fusion import Fused
 
 

@@ -14,7 +14,9 @@ import asyncio
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from typing import TypedDict
 
+from ragline import defaults
 from ragline.retrieval.catalog import Catalog, ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.embedders import EmbedderPool
@@ -37,8 +39,6 @@ from ragline.retrieval.types import (
     SearchResult,
 )
 from ragline.retrieval.vector_store import VectorStore
-
-from ragline import defaults
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +207,7 @@ class HybridSearcher:
                         for kb in kbs] if query.embedding is not None else []
         keyword_calls = [engines.keyword.search(kb.id, query.tokens, depth, query.knowledge_ids)
                          for kb in kbs if kb.type == KnowledgeBaseType.DOCUMENT and query.tokens]
-        answers = await asyncio.gather(*vector_calls, *keyword_calls)
-        vector_answers, keyword_answers = answers[: len(vector_calls)], answers[len(vector_calls):]
+        vector_answers, keyword_answers = await asyncio.gather(asyncio.gather(*vector_calls), asyncio.gather(*keyword_calls))
         doc_kbs = [kb for kb in kbs if kb.type == KnowledgeBaseType.DOCUMENT]
         out = _GroupResult(vector_filled=any(a.filled for a in vector_answers))
         vector = [Hit(h.chunk_id, kb.id, h.similarity, MatchType.VECTOR)
@@ -263,7 +262,14 @@ def _result(chunk: ChunkRecord, fused: Fused, title: str) -> SearchResult:
     )
 
 
-def fusion_args(settings: RetrievalConfig) -> dict[str, object]:
+class FusionArgs(TypedDict):
+    k: int
+    vector_weight: float
+    keyword_weight: float
+    method: str
+
+
+def fusion_args(settings: RetrievalConfig) -> FusionArgs:
     """The configured fusion: z-score weights, or the seed's RRF k and weights."""
     if settings.fusion == "zscore":
         return {"k": settings.rrf_k, "vector_weight": settings.fusion_vector_weight,

@@ -17,9 +17,9 @@ from typing import Protocol
 
 import bm25s
 import numpy as np
-from ragline.retrieval.catalog import Catalog, ChunkRecord
 
 from ragline import defaults
+from ragline.retrieval.catalog import Catalog, ChunkRecord
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ authorizeKBAccess check.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 
 from ragline.retrieval.catalog import Catalog
@@ -34,7 +35,7 @@ class KnowledgeBaseService:
 
     def create(
         self, name: str, tenant_id: str = "default", type: KnowledgeBaseType = KnowledgeBaseType.DOCUMENT,
-        description: str = "", tags: list[str] | None = None, chunking: ChunkingConfig | None = None,
+        description: str = "", tags: builtins.list[str] | None = None, chunking: ChunkingConfig | None = None,
         faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER, shared: bool = False,
         embedding_model: str | None = None, embedding_base_url: str | None = None, vector_store: str = "default",
     ) -> KnowledgeBase:
@@ -77,11 +78,11 @@ class KnowledgeBaseService:
         except KnowledgeBaseNotFoundError:
             return self.get(name_or_id, tenant_id)
 
-    def list(self, tenant_id: str = "default") -> list[KnowledgeBase]:
+    def list(self, tenant_id: str = "default") -> builtins.list[KnowledgeBase]:
         return [kb for kb in self.catalog.list_kbs() if kb.readable_by(tenant_id)]
 
     def update(self, kb_id: str, tenant_id: str = "default", *, name: str | None = None,
-               description: str | None = None, tags: list[str] | None = None, shared: bool | None = None) -> KnowledgeBase:
+               description: str | None = None, tags: builtins.list[str] | None = None, shared: bool | None = None) -> KnowledgeBase:
         kb = self._owned(kb_id, tenant_id)
         if name is not None and name.strip() != kb.name:
             if not name.strip():

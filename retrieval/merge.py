@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from ragline import defaults
 from ragline.graph.state import HistoryTurn, merge_search_results
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.searchutil import (
@@ -16,8 +17,6 @@ from ragline.retrieval.searchutil import (
     tokenize_simple,
 )
 from ragline.retrieval.types import ChunkType, SearchResult
-
-from ragline import defaults
 
 HISTORY_MATCH = "history"
 

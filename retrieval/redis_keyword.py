@@ -22,13 +22,14 @@ import threading
 from typing import Any
 
 import redis
-from ragline.retrieval.catalog import Catalog, ChunkRecord
-from ragline.retrieval.errors import RetrievalError
-from ragline.retrieval.keyword_index import KeywordHit
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import SearchIndex
 from redisvl.query import FilterQuery
 from redisvl.utils.token_escaper import TokenEscaper
+
+from ragline.retrieval.catalog import Catalog, ChunkRecord
+from ragline.retrieval.errors import RetrievalError
+from ragline.retrieval.keyword_index import KeywordHit
 
 _ESCAPER = TokenEscaper()
 REDIS_BM25_K1 = 1.2  # fixed by the search module's BM25STD

@@ -10,10 +10,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragline import defaults
 from ragline.retrieval.searchutil import tokenize_simple
 from ragline.retrieval.types import ChunkType, SearchResult
-
-from ragline import defaults
 
 WEB_SOURCE = "web_search"
 

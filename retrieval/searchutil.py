@@ -19,13 +19,6 @@ def tokenize_simple(text: str) -> list[str]:
     return [token.lower() for token in _SIMPLE_TOKEN.findall(text or "")]
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
-    if not a or not b:
-        return 0.0
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter)
-
-
 def overlap_coefficient(a: set[str], b: set[str]) -> float:
     """|a∩b| / min(|a|,|b|): how much of the smaller side the larger covers (a short query vs a long chunk)."""
     if not a or not b:

@@ -6,7 +6,7 @@ Replaces types.SearchParams / types.SearchResult / KnowledgeBase of the seed
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -16,7 +16,7 @@ from ragline import defaults
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class KnowledgeBaseType(StrEnum):

@@ -109,6 +109,7 @@ class ChromaVectorStore:
 
     def upsert_sync(self, kb_id: str, rows: list[VectorRow]) -> None:
         col = self._collection(kb_id, create=True)
+        assert col is not None  # create=True always yields a collection
         for start in range(0, len(rows), 1000):
             batch = rows[start : start + 1000]
             col.upsert(

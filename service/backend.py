@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph.state import CompiledStateGraph
+
 from ragline.checkpoints.savers import (
     REDIS_MAX_CONNECTIONS,
     memory_saver,
@@ -30,6 +30,8 @@ from ragline.checkpoints.streams import (
     RedisStreamManager,
     StreamManager,
 )
+from ragline.graph.builder import Graph
+from ragline.graph.turn import Durability
 from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRegistry
 from ragline.service.sessions import (
     MemorySessionStore,
@@ -37,7 +39,6 @@ from ragline.service.sessions import (
     SessionStore,
     SqliteSessionStore,
 )
-
 from ragline.settings import Settings
 
 
@@ -56,7 +57,7 @@ def stream_kind(settings: Settings) -> str:
 @dataclass
 class Backend:
     settings: Settings
-    graph: CompiledStateGraph
+    graph: Graph
     checkpointer: BaseCheckpointSaver
     streams: StreamManager
     registry: RunRegistry
@@ -64,7 +65,7 @@ class Backend:
     redis: Any = None  # redis.asyncio.Redis when one is configured
 
     @property
-    def durability(self) -> str:
+    def durability(self) -> Durability:
         return self.settings.durability
 
     def describe(self) -> dict[str, str]:
@@ -83,13 +84,14 @@ async def open_backend(settings: Settings, graph_name: str = "ragline") -> Async
     needs_redis = "redis" in (checkpoints, streams_kind)
     if needs_redis and not settings.redis_url:
         raise BackendConfigError("Redis was chosen for checkpoints or streams but RAGLINE_REDIS_URL is not set")
+    url = settings.redis_url or ""
     async with AsyncExitStack() as stack:
-        redis = None
+        redis: Any = None
         if needs_redis:
             from redis.asyncio import BlockingConnectionPool, Redis
 
             pool = BlockingConnectionPool.from_url(
-                settings.redis_url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30, decode_responses=True, health_check_interval=30
+                url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30, decode_responses=True, health_check_interval=30
             )
             redis = Redis(connection_pool=pool)
             stack.push_async_callback(redis.aclose)
@@ -103,7 +105,7 @@ async def open_backend(settings: Settings, graph_name: str = "ragline") -> Async
             saver = await stack.enter_async_context(sqlite_saver(service_dir / "checkpoints.sqlite"))
             sessions = SqliteSessionStore(service_dir / "sessions.sqlite")
         else:
-            saver = await stack.enter_async_context(redis_saver(settings.redis_url))
+            saver = await stack.enter_async_context(redis_saver(url))
             sessions = RedisSessionStore(redis)
         stack.push_async_callback(sessions.aclose)
         streams: StreamManager = RedisStreamManager(redis) if streams_kind == "redis" else MemoryStreamManager()

@@ -7,10 +7,12 @@ is shown too, unfinished, with the text streamed so far.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from pydantic import BaseModel, Field
+
 from ragline.service import threads
 from ragline.service.access import (
     ConflictError,
@@ -35,8 +37,8 @@ class Message(BaseModel):
     request_id: str = ""
     role: str = Field(description="user or assistant")
     content: str = ""
-    knowledge_references: list[dict[str, Any]] = Field(default_factory=list)
-    images: list[str] = Field(default_factory=list)
+    knowledge_references: builtins.list[dict[str, Any]] = Field(default_factory=list)
+    images: builtins.list[str] = Field(default_factory=list)
     is_completed: bool = True
     stopped: bool = False
     truncated: bool = False
@@ -82,7 +84,7 @@ class SessionService:
         assert session is not None
         return session
 
-    async def list(self, who: Principal, page: int, page_size: int) -> tuple[list[Session], int]:
+    async def list(self, who: Principal, page: int, page_size: int) -> tuple[builtins.list[Session], int]:
         return await self.backend.sessions.list(who.tenant_id, (page - 1) * page_size, page_size)
 
     async def update(self, who: Principal, session_id: str, changes: dict[str, Any]) -> Session:
@@ -93,7 +95,7 @@ class SessionService:
             raise NotFoundError("session not found")
         return session
 
-    async def delete(self, who: Principal, session_ids: list[str]) -> list[str]:
+    async def delete(self, who: Principal, session_ids: builtins.list[str]) -> builtins.list[str]:
         """Delete sessions the caller owns; all or nothing (one foreign id refuses the batch)."""
         sessions = [await self.owned(who, session_id) for session_id in dict.fromkeys(session_ids)]
         for session in sessions:
@@ -118,7 +120,7 @@ class SessionService:
 
     # --- messages ---
 
-    async def messages(self, who: Principal, session_id: str, *, before_id: str | None, limit: int) -> tuple[list[Message], bool]:
+    async def messages(self, who: Principal, session_id: str, *, before_id: str | None, limit: int) -> tuple[builtins.list[Message], bool]:
         """Up to `limit` messages before `before_id` (the newest when none), oldest first."""
         await self.readable(who, session_id)
         views = [message_view(m, session_id) for m in await threads.messages_of(self.graph, session_id)]
@@ -163,7 +165,7 @@ class SessionService:
 
     # --- fork and rewind (checkpoint history) ---
 
-    async def _conversation_until(self, session_id: str, message_id: str) -> list[AnyMessage]:
+    async def _conversation_until(self, session_id: str, message_id: str) -> builtins.list[AnyMessage]:
         current = await threads.messages_of(self.graph, session_id)
         ids = [m.id for m in current]
         if message_id not in ids:
@@ -186,7 +188,7 @@ class SessionService:
         await threads.edit_messages(self.graph, fork.id, messages)
         return fork
 
-    async def rewind(self, who: Principal, session_id: str, message_id: str) -> list[str]:
+    async def rewind(self, who: Principal, session_id: str, message_id: str) -> builtins.list[str]:
         """Drop every message after `message_id`; the thread's head goes back to the checkpoint
         that ended with it (messages deleted since stay deleted). Returns the dropped ids."""
         await self.owned(who, session_id)

@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragline import defaults
 from ragline.checkpoints.streams import Event
 from ragline.graph import events
 from ragline.graph.context import RunContext
@@ -42,8 +43,6 @@ from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import Session, utcnow
 from ragline.service.titles import generate_title
-
-from ragline import defaults
 from ragline.services import Services
 
 log = logging.getLogger(__name__)

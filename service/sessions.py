@@ -9,10 +9,11 @@ Listing is by tenant, pinned first, most recently updated next.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import sqlite3
 import threading
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,7 +23,7 @@ from redis.exceptions import WatchError
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Session(BaseModel):
@@ -47,9 +48,9 @@ class SessionStore(Protocol):
 
     async def get(self, session_id: str) -> Session | None: ...
 
-    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[list[Session], int]: ...
+    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[builtins.list[Session], int]: ...
 
-    async def delete(self, sessions: list[Session]) -> None: ...
+    async def delete(self, sessions: builtins.list[Session]) -> None: ...
 
     async def patch(self, session_id: str, changes: dict[str, Any]) -> Session | None:
         """Change some fields in one step (a title and a touch never overwrite each other)."""
@@ -58,7 +59,7 @@ class SessionStore(Protocol):
     async def aclose(self) -> None: ...
 
 
-def _ordered(sessions: list[Session]) -> list[Session]:
+def _ordered(sessions: builtins.list[Session]) -> builtins.list[Session]:
     return sorted(sessions, key=lambda s: (s.sort_key(), s.id), reverse=True)
 
 
@@ -73,11 +74,11 @@ class MemorySessionStore:
         session = self._sessions.get(session_id)
         return session.model_copy() if session else None
 
-    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[list[Session], int]:
+    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[builtins.list[Session], int]:
         mine = _ordered([s for s in self._sessions.values() if s.tenant_id == tenant_id])
         return [s.model_copy() for s in mine[offset : offset + limit]], len(mine)
 
-    async def delete(self, sessions: list[Session]) -> None:
+    async def delete(self, sessions: builtins.list[Session]) -> None:
         for session in sessions:
             self._sessions.pop(session.id, None)
 
@@ -108,7 +109,7 @@ class SqliteSessionStore:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(_SCHEMA)
 
-    def _run(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def _run(self, sql: str, args: tuple = ()) -> builtins.list[tuple]:
         with self._lock:
             return self._conn.execute(sql, args).fetchall()
 
@@ -123,7 +124,7 @@ class SqliteSessionStore:
         rows = await asyncio.to_thread(self._run, "SELECT body FROM sessions WHERE id=?", (session_id,))
         return Session.model_validate_json(rows[0][0]) if rows else None
 
-    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[list[Session], int]:
+    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[builtins.list[Session], int]:
         rows = await asyncio.to_thread(
             self._run,
             "SELECT body FROM sessions WHERE tenant_id=? ORDER BY sort_key DESC, id DESC LIMIT ? OFFSET ?",
@@ -132,7 +133,7 @@ class SqliteSessionStore:
         total = await asyncio.to_thread(self._run, "SELECT COUNT(*) FROM sessions WHERE tenant_id=?", (tenant_id,))
         return [Session.model_validate_json(r[0]) for r in rows], int(total[0][0])
 
-    async def delete(self, sessions: list[Session]) -> None:
+    async def delete(self, sessions: builtins.list[Session]) -> None:
         for session in sessions:
             await asyncio.to_thread(self._run, "DELETE FROM sessions WHERE id=?", (session.id,))
 
@@ -178,16 +179,16 @@ class RedisSessionStore:
         raw = await self.redis.get(self._record(session_id))
         return Session.model_validate_json(raw) if raw else None
 
-    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[list[Session], int]:
+    async def list(self, tenant_id: str, offset: int, limit: int) -> tuple[builtins.list[Session], int]:
         index = self._index(tenant_id)
         ids = await self.redis.zrevrange(index, offset, offset + limit - 1)
         total = await self.redis.zcard(index)
         if not ids:
             return [], int(total)
-        raws = await self.redis.mget([self._record(i.decode() if isinstance(i, bytes) else i) for i in ids])
+        raws = await self.redis.mget([self._record(i.decode() if isinstance(i, bytes) else str(i)) for i in ids])
         return [Session.model_validate_json(raw) for raw in raws if raw], int(total)
 
-    async def delete(self, sessions: list[Session]) -> None:
+    async def delete(self, sessions: builtins.list[Session]) -> None:
         async with self.redis.pipeline(transaction=True) as pipe:
             for session in sessions:
                 pipe.delete(self._record(session.id))

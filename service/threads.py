@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
-from ragline.graph.builder import FALLBACK
+
+from ragline.graph.builder import FALLBACK, Graph
 
 
-def thread_config(session_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+def thread_config(session_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
     configurable = {"thread_id": session_id}
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
@@ -33,36 +34,36 @@ def text_of(message: AnyMessage) -> str:
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-async def snapshot(graph: CompiledStateGraph, session_id: str) -> StateSnapshot:
+async def snapshot(graph: Graph, session_id: str) -> StateSnapshot:
     return await graph.aget_state(thread_config(session_id))
 
 
-async def messages_of(graph: CompiledStateGraph, session_id: str) -> list[AnyMessage]:
+async def messages_of(graph: Graph, session_id: str) -> list[AnyMessage]:
     return list((await snapshot(graph, session_id)).values.get("messages", []))
 
 
-async def settle(graph: CompiledStateGraph, session_id: str) -> None:
+async def settle(graph: Graph, session_id: str) -> None:
     """Clear the pending tasks a hard-cancelled or crashed run left on the thread."""
     state = await snapshot(graph, session_id)
     if state.next:
         await graph.aupdate_state(thread_config(session_id), None, as_node=END)
 
 
-async def edit_messages(graph: CompiledStateGraph, session_id: str, updates: Sequence[AnyMessage]) -> None:
+async def edit_messages(graph: Graph, session_id: str, updates: Sequence[AnyMessage | RemoveMessage]) -> None:
     await settle(graph, session_id)
     await graph.aupdate_state(thread_config(session_id), {"messages": list(updates)}, as_node=FALLBACK)
 
 
-async def remove_messages(graph: CompiledStateGraph, session_id: str, message_ids: Sequence[str]) -> None:
+async def remove_messages(graph: Graph, session_id: str, message_ids: Sequence[str]) -> None:
     if message_ids:
         await edit_messages(graph, session_id, [RemoveMessage(id=message_id) for message_id in message_ids])
 
 
-async def clear_messages(graph: CompiledStateGraph, session_id: str) -> None:
+async def clear_messages(graph: Graph, session_id: str) -> None:
     await edit_messages(graph, session_id, [RemoveMessage(id=REMOVE_ALL_MESSAGES)])
 
 
-async def find_snapshot(graph: CompiledStateGraph, session_id: str, message_id: str) -> StateSnapshot | None:
+async def find_snapshot(graph: Graph, session_id: str, message_id: str) -> StateSnapshot | None:
     """The latest checkpoint at rest (no pending task) whose conversation ends with `message_id`.
 
     A checkpoint with pending tasks would not do: restoring it applies the writes its finished
@@ -74,13 +75,13 @@ async def find_snapshot(graph: CompiledStateGraph, session_id: str, message_id: 
     return None
 
 
-async def restore(graph: CompiledStateGraph, session_id: str, state: StateSnapshot) -> None:
+async def restore(graph: Graph, session_id: str, state: StateSnapshot) -> None:
     """Make an earlier checkpoint the thread's head again (a new checkpoint forked from it)."""
     await graph.aupdate_state(state.config, None, as_node=END)
 
 
 async def save_answer(
-    graph: CompiledStateGraph,
+    graph: Graph,
     *,
     session_id: str,
     request_id: str,

@@ -9,10 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ragline import defaults, prompts
 from ragline.models.chat import ChatClient, ChatModelError, ChatOptions
 from ragline.models.think import strip_think
-
-from ragline import defaults, prompts
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragline import defaults
 from ragline.models.chat import ChatClient, ChatModelError, ChatOptions
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.types import Knowledge, SearchResult
@@ -24,8 +25,6 @@ from ragline.tabular.workspace import (
     TableWorkspace,
     TabularError,
 )
-
-from ragline import defaults
 
 log = logging.getLogger(__name__)
 

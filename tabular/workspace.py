@@ -59,9 +59,8 @@ class QueryResult:
     def markdown(self) -> str:
         if not self.columns:
             return "(no columns)"
-        cell = lambda v: "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
         lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
-        lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows]
+        lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in self.rows]
         if not self.rows:
             lines.append("(no rows)")
         if self.truncated:
@@ -117,6 +116,11 @@ def xlsx_tables(path: Path) -> list[tuple[str, list[list[str]]]]:
         book.close()
 
 
+def _cell(value: Any) -> str:
+    """One Markdown table cell: pipes escaped, line breaks flattened."""
+    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+
+
 class TableWorkspace:
     """A temp DuckDB file holding one document's tables; `with TableWorkspace() as ws`."""
 
@@ -165,7 +169,7 @@ class TableWorkspace:
             out = []
             for name in self.tables:
                 columns = tuple(Column(row[0], row[1]) for row in db.execute(f'DESCRIBE "{name}"').fetchall())
-                count = db.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+                count = (db.execute(f'SELECT count(*) FROM "{name}"').fetchone() or (0,))[0]
                 sample = tuple(tuple(r) for r in db.execute(f'SELECT * FROM "{name}" LIMIT {defaults.DATA_ANALYSIS_SAMPLE_ROWS}').fetchall())
                 out.append(TableSchema(name, columns, int(count), sample))
             return out

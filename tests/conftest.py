@@ -11,8 +11,8 @@ import pytest
 # Set before ragline is imported anywhere: no network for litellm's cost map, isolated data.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from ragline.settings import get_settings  # noqa: E402
-from tests.scripted_model import ScriptedModel  # noqa: E402
+from ragline.settings import get_settings
+from tests.scripted_model import ScriptedModel
 
 SCRIPTED = "openai/scripted"
 

@@ -55,10 +55,9 @@ def test_an_unknown_knowledge_base_name_is_a_one_line_error():
 def test_citations_print_as_footnotes_with_their_sources():
     import io
 
+    from ragline.cli import TerminalPrinter
     from ragline.graph import events
     from ragline.graph.state import TurnIds
-
-    from ragline.cli import TerminalPrinter
 
     out = io.StringIO()
     printer = TerminalPrinter(out, io.StringIO(), color=False)

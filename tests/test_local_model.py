@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 import pytest
+
 from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
-
 from ragline.settings import LOCAL_CHAT_MODEL
 from tests.nodes.helpers import answer_text, node_runtime, of_type, run_turn
 

@@ -40,7 +40,7 @@ def test_prompt_yaml_files_ship_in_the_wheel(wheel):
 
 def test_modules_import_under_the_ragline_namespace():
     import ragline.graph.studio
-    import ragline.nodes.chat_completion_stream  # noqa: F401
+    import ragline.nodes.chat_completion_stream
 
     assert ragline.graph.studio.ragline.name == "ragline"
 

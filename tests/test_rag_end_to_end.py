@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.context import RunContext
 from ragline.graph.events import ResponseType
@@ -21,7 +22,6 @@ from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder, EmbeddingCache
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
-
 from ragline.services import Services
 from tests.scripted_model import Reply
 
@@ -108,3 +108,24 @@ async def test_an_unknown_knowledge_base_is_a_clear_error(scripted_model, knowle
     events = [e async for e in stream_turn(build_graph("rag_stream", checkpointer=memory_saver()), PipelineRequest(query="q", knowledge_base_ids=["nope"]), RunContext(services=Services(retrieval_factory=lambda: stack)))]
     errors = [e for e in events if e.response_type == ResponseType.ERROR]
     assert len(errors) == 1 and "nope" in errors[0].content and errors[0].data["code"] == "invalid_input"
+
+
+async def test_the_rag_preset_answers_in_one_call_with_the_same_references_and_citations_as_rag_stream(scripted_model, knowledge, xquad_sample):
+    stack, kb = knowledge
+    question, _ = xquad_sample[1][0]
+    scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": question, "intent": "kb_search"})))
+    scripted_model.on(lambda b: True, Reply(chunks=["It is", ' <ref id="c1"/>', " and", ' <ref id="c2"/>', "."]))
+    runs = {}
+    for preset in ("rag", "rag_stream"):
+        services = Services(retrieval_factory=lambda: stack)
+        events = [e async for e in stream_turn(build_graph(preset, checkpointer=memory_saver()),
+                                              PipelineRequest(query=question, knowledge_base_ids=[kb.id]), RunContext(services=services))]
+        references = [e.knowledge_references for e in events if e.response_type == ResponseType.REFERENCES]
+        answer = "".join(e.content for e in events if e.response_type == ResponseType.ANSWER)
+        runs[preset] = (references, answer, scripted_model.requests[-1].get("stream") is True)
+    (rag_refs, rag_answer, rag_streamed), (stream_refs, stream_answer, stream_streamed) = runs["rag"], runs["rag_stream"]
+    assert not rag_streamed and stream_streamed
+    assert len(rag_refs) == 1 and rag_refs == stream_refs
+    assert rag_answer == stream_answer
+    cited = re.findall(r'<kb [^>]*chunk_id="([^"]+)"', rag_answer)
+    assert cited == [r["chunk_id"] for r in rag_refs[0][:2]]

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 
 import httpx
+
+from ragline import defaults
 from ragline.web.extract import extract_main_text
 from ragline.web.guard import (
     AddressPolicy,
@@ -18,8 +20,6 @@ from ragline.web.guard import (
     WebFetchError,
     guarded_client,
 )
-
-from ragline import defaults
 
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_\-]+)""", re.IGNORECASE)

@@ -15,9 +15,9 @@ from typing import Protocol
 
 import httpx
 from pydantic import BaseModel
-from ragline.retrieval.types import MatchType, SearchResult
 
 from ragline import defaults
+from ragline.retrieval.types import MatchType, SearchResult
 from ragline.settings import Settings
 
 WEB_KNOWLEDGE_BASE_ID = "web"

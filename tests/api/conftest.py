@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-from ragline.api.app import create_app
 
+from ragline.api.app import create_app
 from tests.api.live import ThreadServer, memory_settings
 
 

@@ -75,7 +75,7 @@ class ProcessServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60) -> ProcessServer:
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (kept open for the child's life)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ragline", "serve", *self.args, "--port", str(self.port), "--log-level", "warning"],
             cwd=ROOT, env=self.env, stdout=out, stderr=out,

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-from ragline.api.app import ROUTES, create_app
 
+from ragline.api.app import ROUTES, create_app
 from tests.api.live import ThreadServer, collect, memory_settings
 
 KEYS = {"key-a": "acme", "key-a-bob": "acme/bob", "key-b": "globex"}

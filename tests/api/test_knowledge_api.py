@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
+
 from ragline.api.app import ROUTES, create_app
 from ragline.models.embeddings import Embedder, EmbeddingCache
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
 from ragline.services import Services
-
 from tests.api.live import ThreadServer, collect, memory_settings, types
 from tests.scripted_model import Reply
 

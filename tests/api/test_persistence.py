@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import httpx
-from ragline.api.app import create_app
 
+from ragline.api.app import create_app
 from ragline.settings import Settings
 from tests.api.live import ThreadServer, collect
 

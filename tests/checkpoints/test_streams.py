@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager
 
 from ragline import defaults
+from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager
 from tests.redis_server import fresh_redis
 
 

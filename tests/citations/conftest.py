@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+
 from ragline.citations import Registry, SourceChunk
 
 GUIDE_CHUNK_ID = "0b9a3f4e-1111-4222-8333-944445555666"

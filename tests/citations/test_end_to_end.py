@@ -6,6 +6,7 @@ import re
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
+
 from ragline.citations import Registry
 
 ANSWER = (

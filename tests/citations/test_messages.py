@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage
+
 from ragline.citations.messages import (
-    content_contains,
     map_content,
     map_message_text,
     map_strings,
-    prepend_text,
 )
 
 IMAGE = {"type": "image_url", "image_url": {"url": "minio://b/a.png"}}
@@ -19,14 +18,8 @@ def test_only_text_parts_of_a_multimodal_message_are_rewritten():
     assert map_content(content, str.upper) == ["PLAIN", {"type": "text", "text": "PART"}, IMAGE]
 
 
-def test_prepend_text_adds_a_leading_text_part_to_multimodal_content():
-    assert prepend_text([IMAGE], "ctx") == [{"type": "text", "text": "ctx"}, IMAGE]
-    assert prepend_text("question", "ctx") == "ctx\n\nquestion"
 
 
-def test_content_contains_looks_into_text_parts_only():
-    assert content_contains([{"type": "text", "text": "a ctx b"}], "ctx")
-    assert not content_contains([IMAGE], "minio")
 
 
 def test_map_strings_passes_the_nearest_key_and_keeps_other_values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
 from ragline.citations import Registry
 from ragline.citations.protocol import protocol_prompt
 

@@ -7,6 +7,7 @@ from itertools import pairwise
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from ragline.citations import Registry
 from ragline.citations.stream_decoder import MAX_TAG_BODY
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ragline.citations.sources import ChunkRef, WebRef
 from ragline.citations.tags import (
     compact_public_tags,

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from ragline.entities.duckdb_store import DuckDBGraphStore
 from ragline.entities.neo4j_store import Neo4jGraphStore
 from ragline.entities.store import GraphStore
-
 from tests.redis_server import RedisServer, falkordb_module, redis_binary
 
 

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+
 from ragline.entities.duckdb_store import DuckDBGraphStore
 from ragline.entities.extraction import (
     ExtractionError,
@@ -12,7 +13,6 @@ from ragline.entities.extraction import (
 )
 from ragline.entities.types import Namespace
 from ragline.retrieval.catalog import ChunkRecord
-
 from ragline.services import Services
 from tests.scripted_model import Reply, last_user_text
 

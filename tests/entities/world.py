@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from langgraph.runtime import Runtime
+
 from ragline.entities.store import GraphStore, open_graph_store
-from ragline.settings import get_settings
 from ragline.entities.types import GraphNode, GraphRelation
 from ragline.graph.context import RunContext
 from ragline.models.embeddings import Embedder
@@ -20,8 +20,8 @@ from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import Knowledge, KnowledgeBase
-
 from ragline.services import Services
+from ragline.settings import get_settings
 
 
 @dataclass

@@ -1,3 +1,4 @@
+import json
 import threading
 
 from ragline.checkpoints.savers import memory_saver
@@ -13,10 +14,9 @@ from ragline.graph.builder import (
 from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow, ResponseType
 from ragline.graph.request import PipelineRequest
-from ragline.graph.turn import stream_turn
 from ragline.graph.stages import STAGE_NODES, Stage, StageSpec
 from ragline.graph.state import ErrorKind, PipelineError
-
+from ragline.graph.turn import stream_turn
 from ragline.services import Services
 from tests.scripted_model import Reply
 
@@ -94,7 +94,7 @@ def _types(events):
 
 
 def _json_reply(intent):
-    return Reply.text('{"rewrite_query": "capital of France", "intent": "%s"}' % intent)
+    return Reply.text(json.dumps({"rewrite_query": "capital of France", "intent": intent}))
 
 
 def _is_rewrite(body):

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
+
 from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.graph.state import (
     QueryIntent,

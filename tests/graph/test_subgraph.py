@@ -4,12 +4,12 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.services import Services
-
 from tests.scripted_model import Reply
 
 

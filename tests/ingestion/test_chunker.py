@@ -2,6 +2,7 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from ragline.ingestion.chunker import (
     chunk_document,
     chunk_text,

@@ -4,6 +4,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from ragline.ingestion.parsers import (
     decode_text,
     markdown_table,
@@ -82,7 +83,7 @@ def test_html_keeps_headings_lists_tables_and_drops_scripts():
 
 
 def test_csv_becomes_a_markdown_table_with_the_sniffed_delimiter():
-    assert parse_bytes("name;city\nAda;London\n".encode(), "csv").text == "| name | city |\n|---|---|\n| Ada | London |"
+    assert parse_bytes(b"name;city\nAda;London\n", "csv").text == "| name | city |\n|---|---|\n| Ada | London |"
 
 
 def test_json_records_become_key_value_paragraphs():

@@ -1,4 +1,5 @@
 import pytest
+
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.errors import IngestionError
 from ragline.retrieval.tokenizer import tokenize

@@ -6,7 +6,6 @@ from ragline.entities.duckdb_store import DuckDBGraphStore
 from ragline.entities.types import Namespace
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.services import Services
-
 from tests.scripted_model import Reply
 
 GRAPH = {

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from langgraph.store.base import BaseStore
+
 from ragline.memory.store import open_memory_store
 from ragline.models.embeddings import Embedder, EmbeddingCache
 

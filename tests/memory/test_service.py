@@ -1,6 +1,7 @@
 from datetime import UTC
 
 import pytest
+
 from ragline.memory.service import Caller, MemoryService, render_memory_prompt
 from ragline.memory.store import open_memory_store
 from ragline.models.embeddings import Embedder

@@ -1,6 +1,6 @@
 import pytest
-from ragline.models.chat import ChatClient, ChatModelError, ChatOptions, StreamEnd
 
+from ragline.models.chat import ChatClient, ChatModelError, ChatOptions, StreamEnd
 from tests.scripted_model import Reply
 
 

@@ -1,4 +1,5 @@
 import numpy as np
+
 from ragline.models.embeddings import Embedder, EmbeddingCache, EmbeddingModelIdentity
 
 

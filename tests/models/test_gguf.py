@@ -2,6 +2,7 @@ import hashlib
 from importlib import metadata
 
 import pytest
+
 from ragline.models.gguf import (
     QWEN_CODER_05B,
     GGUFSpec,

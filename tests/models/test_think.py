@@ -1,5 +1,6 @@
 from hypothesis import given
 from hypothesis import strategies as st
+
 from ragline.models.think import ThinkSplitter, strip_think
 
 PIECES = st.lists(st.sampled_from(["<think>", "</think>", "<", "</", "think", ">", "a", "é", "答", " ", "<th"]), max_size=30)

@@ -1,9 +1,8 @@
 from ragline.checkpoints.savers import memory_saver
+from ragline.generation.answer import TRUNCATED_EMPTY_HINT
 from ragline.graph.events import ResponseType
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
-from ragline.generation.answer import TRUNCATED_EMPTY_HINT
-
 from tests.nodes.helpers import answer_text, of_type, run_turn
 from tests.scripted_model import Reply
 

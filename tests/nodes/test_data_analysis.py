@@ -3,18 +3,18 @@ from pathlib import Path
 
 import pytest
 from langgraph.runtime import Runtime
+
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.ingestion.parsers import parse_file
 from ragline.models.embeddings import Embedder
-from ragline.tabular.workspace import TableWorkspace, TabularError
 from ragline.nodes.data_analysis import data_analysis
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import Knowledge, SearchResult
-
 from ragline.services import Services
+from ragline.tabular.workspace import TableWorkspace, TabularError
 from tests.scripted_model import Reply
 
 SALES = "region,product,amount\nNorth,Widget,120.5\nSouth,Widget,80\nNorth,Gadget,42\n"

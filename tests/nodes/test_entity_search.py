@@ -3,7 +3,6 @@ from ragline.entities.store import open_graph_store
 from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.graph.state import merge_search_results
 from ragline.nodes.entity_search import entity_search
-
 from ragline.settings import get_settings
 from tests.entities.conftest import falkordb, world  # noqa: F401 (fixtures)
 from tests.entities.world import World

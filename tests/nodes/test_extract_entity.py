@@ -1,7 +1,6 @@
 from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.graph.state import TurnIds
 from ragline.nodes.extract_entity import extract_entity
-
 from tests.entities.conftest import world  # noqa: F401 (fixture)
 from tests.scripted_model import Reply, last_user_text
 

@@ -2,7 +2,6 @@ from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import ErrorKind, PipelineError
 from ragline.nodes.fallback import fallback, fixed_response
-
 from tests.nodes.helpers import node_runtime
 from tests.scripted_model import Reply
 

@@ -1,11 +1,11 @@
-from tests.nodes.helpers import node_runtime
 from langchain_core.messages import HumanMessage
+
+from ragline.generation.citing import render_contexts, source_chunks
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
-from ragline.generation.citing import render_contexts, source_chunks
 from ragline.nodes.into_chat_message import injection_flags, into_chat_message
 from ragline.retrieval.types import ChunkType
-
+from tests.nodes.helpers import node_runtime
 from tests.nodes.results import hit
 
 TURN = TurnIds("s", "r", "u1", "a")

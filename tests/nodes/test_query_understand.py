@@ -1,5 +1,5 @@
-from tests.nodes.helpers import node_runtime
 import pytest
+
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, TurnIds
 from ragline.nodes.query_understand import (
@@ -7,8 +7,8 @@ from ragline.nodes.query_understand import (
     intent_prompt_override,
     query_understand,
 )
-
 from ragline.settings import get_settings
+from tests.nodes.helpers import node_runtime
 from tests.scripted_model import Reply
 
 

@@ -1,11 +1,11 @@
 from langchain_core.messages import AIMessage
+
 from ragline.nodes.memory_affinity import (
     affinity_factor,
     apply_affinity,
     citation_counts,
 )
 from ragline.nodes.wiki_boost import boost_wiki_pages
-
 from tests.nodes.results import hit
 
 

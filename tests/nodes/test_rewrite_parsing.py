@@ -2,6 +2,7 @@ import json
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from ragline.generation.understanding import parse_understanding
 
 

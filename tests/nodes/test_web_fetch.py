@@ -1,11 +1,11 @@
-from tests.nodes.helpers import node_runtime
 import pytest
+
 from ragline.graph.request import PipelineRequest
 from ragline.nodes.web_fetch import web_fetch
 from ragline.retrieval.types import SearchResult
-from ragline.web.search import WebResult, to_search_results
-
 from ragline.settings import get_settings
+from ragline.web.search import WebResult, to_search_results
+from tests.nodes.helpers import node_runtime
 from tests.web.conftest import LocalSite, Page, allow_private, site  # noqa: F401 (fixtures)
 
 

@@ -4,6 +4,8 @@ import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from ragline import defaults
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.expansion import (
     expand_search,
@@ -15,8 +17,6 @@ from ragline.retrieval.expansion import (
 )
 from ragline.retrieval.tokenizer import HAN, STOPWORDS
 from ragline.retrieval.types import KnowledgeBaseType, SearchParams
-
-from ragline import defaults
 
 _HAN_RE = __import__("re").compile(f"[{HAN}]")
 WORDS = ["boundary", "layer", "the", "of", "wing", "what", "is", "supersonic", "flutter", "a", "iPhone15",

@@ -1,6 +1,7 @@
 import asyncio
 
 import pytest
+
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.errors import (
     EmbeddingModelMismatchError,

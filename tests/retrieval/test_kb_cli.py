@@ -4,10 +4,10 @@ import argparse
 import asyncio
 
 import pytest
-from ragline.ingestion.service import TextDocument
-from ragline.retrieval.types import SearchParams
 
 from ragline.commands import kb as kb_cli
+from ragline.ingestion.service import TextDocument
+from ragline.retrieval.types import SearchParams
 
 
 @pytest.fixture

@@ -1,10 +1,11 @@
 import numpy as np
 import pytest
+from rank_bm25 import BM25Okapi
+
 from ragline.retrieval.catalog import Catalog, ChunkRecord
 from ragline.retrieval.keyword_index import Bm25sKeywordIndex
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import KnowledgeBase
-from rank_bm25 import BM25Okapi
 
 CORPUS = [
     "The boundary layer separates from the wing at high angles of attack.",

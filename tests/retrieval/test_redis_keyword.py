@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.catalog import Catalog, ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
@@ -16,7 +17,6 @@ from ragline.retrieval.redis_keyword import (
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import Knowledge, KnowledgeBase, SearchParams
-
 from tests.redis_server import RedisServer, missing_reason
 
 CORPUS = [

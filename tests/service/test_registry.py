@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRecord
 
+from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRecord
 from tests.redis_server import fresh_redis
 
 

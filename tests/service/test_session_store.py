@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
 from ragline.service.sessions import (
     MemorySessionStore,
     RedisSessionStore,
@@ -12,7 +13,6 @@ from ragline.service.sessions import (
     SqliteSessionStore,
     utcnow,
 )
-
 from tests.redis_server import fresh_redis
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from ragline.checkpoints.savers import memory_saver, redis_saver
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
-from ragline.services import Services
 from ragline.graph.request import PipelineRequest
 from ragline.service import threads
-
+from ragline.services import Services
 from tests.scripted_model import Reply
 
 

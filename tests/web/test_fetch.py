@@ -1,9 +1,9 @@
 import pytest
+
+from ragline import defaults
 from ragline.web.extract import extract_main_text
 from ragline.web.fetch import WebFetcher, cut_utf8, fetch_url_content
 from ragline.web.guard import AddressPolicy, WebFetchError
-
-from ragline import defaults
 from tests.web.conftest import Page
 
 ARTICLE = """<html><head><title>Eiffel Tower - Encyclopedia</title><script>var tracking = 1;</script></head>

@@ -1,10 +1,10 @@
 import ipaddress
 
 import pytest
+
 from ragline.settings import get_settings
 from ragline.web.fetch import fetch_url_content
 from ragline.web.guard import AddressPolicy, BlockedAddressError, GuardedNetworkBackend
-
 from tests.web.conftest import Page
 
 REFUSED = ["http://127.0.0.1:{port}/", "http://10.1.2.3/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:{port}/",

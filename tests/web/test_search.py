@@ -2,7 +2,9 @@ import json
 import urllib.parse
 
 import pytest
+
 from ragline.retrieval.types import SearchResult
+from ragline.settings import Settings
 from ragline.web.search import (
     DuckDuckGoProvider,
     SearXNGProvider,
@@ -11,8 +13,6 @@ from ragline.web.search import (
     provider_from_settings,
     search_web,
 )
-
-from ragline.settings import Settings, get_settings
 from tests.web.conftest import Page
 
 

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Type-check the ragline packages with mypy (configuration: [tool.mypy] in pyproject.toml).
+# The repository maps folders onto ragline.* (graph/ -> ragline.graph, ...); mypy cannot follow the
+# editable install's import hook, so the packages are laid out as installed in a temporary link tree.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-"$root/.venv/bin/python"}
+tree=$(mktemp -d)
+trap 'rm -rf "$tree"' EXIT
+mkdir -p "$tree/ragline"
+for entry in "$root"/ragline/*; do ln -s "$entry" "$tree/ragline/"; done
+"$python" - "$root" "$tree" <<'PY'
+import os, sys, tomllib
+root, tree = sys.argv[1], sys.argv[2]
+mapping = tomllib.load(open(os.path.join(root, "pyproject.toml"), "rb"))["tool"]["setuptools"]["package-dir"]
+for package, folder in mapping.items():
+    if package != "ragline":
+        os.symlink(os.path.join(root, folder), os.path.join(tree, *package.split(".")))
+PY
+packages=${*:-"ragline.graph ragline.service ragline.retrieval ragline.citations ragline.generation ragline.tabular"}
+args=""
+for package in $packages; do args="$args -p $package"; done
+cd "$tree"
+# shellcheck disable=SC2086
+exec "$python" -m mypy --config-file "$root/pyproject.toml" $args
