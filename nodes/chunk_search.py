@@ -73,7 +73,7 @@ async def search_targets(stack: RetrievalStack, request: PipelineRequest, query:
     batches = await asyncio.gather(*(stack.searcher.search(p) for p in searches))
     results = merge_search_results([], [result for batch in batches for result in batch])
     # query expansion (seed: query_expansion.go): only when recall fell short of embedding top-k
-    if True:
+    if request.query_expansion_enabled and len(results) < request.embedding_top_k:
         expanded = await expand_search(stack.searcher, searches, request.embedding_top_k, request.rerank_top_k)
         results = merge_search_results(results, expanded)  # primary hits keep their place
     return results

@@ -141,7 +141,7 @@ class RunManager:
         await self.backend.sessions.patch(session.id, {"updated_at": utcnow()})
         self._launch(record, request, resume=False)
         if record.title_pending:
-            self._spawn(self._title(record))
+            self._spawn(self._title(record, request))
         return record
 
     async def stop(self, record: RunRecord) -> None:
@@ -298,7 +298,7 @@ class RunManager:
         turn = state.values.get("turn")
         if turn is not None and turn.assistant_message_id == record.assistant_message_id:
             return None if state.next else _SKIP
-        return {"request": PipelineRequest.model_validate_json(record.request_json)}
+        return {"request": run.request}
 
     async def _heartbeat(self, run: _Run) -> None:
         period = min(defaults.RUN_HEARTBEAT_S, self.lease_ttl_s / 3)
@@ -325,10 +325,11 @@ class RunManager:
                         continue
                     if await self.backend.registry.acquire(record.message_id, self.holder, self.lease_ttl_s):
                         log.info("taking over run %s of session %s", record.message_id, record.session_id)
-                        self._launch(record, PipelineRequest.model_validate_json(record.request_json), resume=True)
+                        request = PipelineRequest.model_validate_json(record.request_json)  # the stored turn, read back once
+                        self._launch(record, request, resume=True)
                         session = await self.backend.sessions.get(record.session_id)
                         if record.title_pending and session is not None and not session.title:
-                            self._spawn(self._title(record))
+                            self._spawn(self._title(record, request))
             except Exception:
                 log.warning("looking for orphaned runs failed", exc_info=True)
             await asyncio.sleep(period)
@@ -351,8 +352,7 @@ class RunManager:
 
     # --- titles ---
 
-    async def _title(self, record: RunRecord) -> None:
-        request = PipelineRequest.model_validate_json(record.request_json)
+    async def _title(self, record: RunRecord, request: PipelineRequest) -> None:
         title = await generate_title(record.query, self.services.chat(request.chat_model))
         session = await self.backend.sessions.get(record.session_id)
         if session is None:

@@ -4,8 +4,8 @@ from ragline.graph.state import ErrorKind, TurnIds
 from ragline.ingestion.service import TextDocument
 from ragline.nodes.chunk_search import chunk_search
 from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel
+from ragline.retrieval.expansion import expand_search
 from ragline.retrieval.scope import resolve_targets
-
 from tests.nodes.results import hit
 
 TURN = TurnIds("s", "r", "u", "a")
@@ -53,3 +53,44 @@ async def test_another_tenants_knowledge_base_is_refused(stack, ingestion, servi
 async def test_both_branches_empty_is_search_nothing():
     assert (await check_search_nothing({"search_results": []}, None))["error"].kind == ErrorKind.SEARCH_NOTHING
     assert await check_search_nothing({"search_results": [hit("c")]}, None) == {}
+
+
+FOUR_FACTS = [
+    "The outdoor sensor battery lasts eighteen months with lithium cells.",
+    "Pairing takes up to three minutes after holding the SENSOR button.",
+    "The display shows the temperature in Celsius or Fahrenheit.",
+    "Firmware updates install overnight when the hub is charging.",
+]
+
+
+async def _expansion_calls(stack, ingestion, services, monkeypatch, embedding_top_k, **request):
+    """Search a base of four one-chunk documents (every chunk a hit: vector threshold 0), recording
+    the (embedding top-k, rerank top-k) of each call of the real query expansion."""
+    kb = stack.knowledge_bases.create("expansion-kb")
+    await ingestion.ingest_documents(kb.id, [TextDocument(text=t, title=f"fact {i}", source=f"fact-{i}") for i, t in enumerate(FOUR_FACTS)])
+    calls = []
+
+    async def recording_expand_search(*args, **kwargs):
+        calls.append(args[2:])
+        return await expand_search(*args, **kwargs)
+
+    monkeypatch.setattr("ragline.nodes.chunk_search.expand_search", recording_expand_search)
+    query = PipelineRequest(query="how long does the sensor battery last", knowledge_base_ids=[kb.id], vector_threshold=0.0, embedding_top_k=embedding_top_k, **request)
+    state = {"request": query, "turn": TURN, "search_targets": [SearchTarget(knowledge_base_id=kb.id)]}
+    update = await chunk_search(state, _Runtime(services))
+    return calls, update["search_results"]
+
+
+async def test_query_expansion_runs_when_hits_fall_short_of_embedding_top_k(stack, ingestion, services, monkeypatch):
+    calls, results = await _expansion_calls(stack, ingestion, services, monkeypatch, embedding_top_k=5)
+    assert len(results) == 4 and calls == [(5, 5)]
+
+
+async def test_query_expansion_does_not_run_when_hits_reach_embedding_top_k(stack, ingestion, services, monkeypatch):
+    calls, results = await _expansion_calls(stack, ingestion, services, monkeypatch, embedding_top_k=4)
+    assert len(results) == 4 and calls == []
+
+
+async def test_query_expansion_does_not_run_when_disabled_even_if_hits_fall_short(stack, ingestion, services, monkeypatch):
+    calls, results = await _expansion_calls(stack, ingestion, services, monkeypatch, embedding_top_k=5, query_expansion_enabled=False)
+    assert len(results) == 4 and calls == []
