@@ -10,10 +10,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from ragline.api import chat, health, knowledge, memories, messages, page, sessions
+from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
+from ragline.api.guards import LoopbackOnly, RequestLimits, is_loopback_host
 from ragline.api.services import open_services
 from ragline.services import Services
 from ragline.settings import Settings, get_settings
@@ -72,9 +75,15 @@ ROUTES = [
 ]
 
 
-def create_app(settings: Settings | None = None, *, services: Services | None = None) -> Starlette:
-    """The service; `services` (the composition root) is built from settings unless given."""
+def create_app(settings: Settings | None = None, *, services: Services | None = None, loopback_only: bool | None = None) -> Starlette:
+    """The service; `services` (the composition root) is built from settings unless given.
+
+    `loopback_only` (default: dev mode on a loopback address) refuses foreign Host and Origin headers.
+    """
     settings = settings or get_settings()
+    if loopback_only is None:
+        loopback_only = KeyRing.from_settings(settings).dev_mode and is_loopback_host(settings.host)
+    middleware = [Middleware(RequestLimits), *([Middleware(LoopbackOnly)] if loopback_only else [])]
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,6 +93,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     return Starlette(
         routes=ROUTES,
+        middleware=middleware,
         exception_handlers={kind: handle_error for kind in HANDLED},
         lifespan=lifespan,
     )

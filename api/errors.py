@@ -51,6 +51,10 @@ class PayloadTooLarge(ApiError):
     status, code = 413, "payload_too_large"
 
 
+class UnsupportedMediaType(ApiError):
+    status, code = 415, "unsupported_media_type"
+
+
 def validation_message(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors()[:5]:
@@ -70,6 +74,7 @@ _SERVICE_STATUS: list[tuple[type[Exception], int, str]] = [
     (retrieval_errors.KnowledgeBaseAccessError, 404, "not_found"),
     (retrieval_errors.KnowledgeBaseExistsError, 409, "conflict"),
     (retrieval_errors.EmbeddingModelMismatchError, 400, "bad_request"),
+    (retrieval_errors.DocumentTooLargeError, 413, "payload_too_large"),
     (retrieval_errors.IngestionError, 400, "bad_request"),
     (retrieval_errors.StoreGroupError, 503, "unavailable"),
     (retrieval_errors.RetrievalError, 400, "bad_request"),

@@ -156,7 +156,7 @@ async def _upload(request: Request, fields: tuple[str, ...] = ()) -> tuple[str, 
         if len(data) > defaults.UPLOAD_MAX_BYTES:
             raise PayloadTooLarge(f"a document may be at most {defaults.UPLOAD_MAX_BYTES} bytes")
         values = {name: str(form.get(name) or "") for name in fields}
-        return Path(upload.filename).name, data, values
+        return inputs.file_name(upload.filename), data, {name: inputs.plain_text(value) for name, value in values.items()}
 
 
 @doc("Upload a document (multipart field 'file'; txt, md, html, pdf, docx, csv, xlsx, json)", TAG, multipart=("file", "title"), response=Knowledge, status=201, errors=(400, 401, 404, 413, 422))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragline import defaults
+from ragline.api.inputs import plain_text
 from ragline.ingestion.faq_import import FAQEntry, FAQImportReport  # noqa: F401  (FAQImportReport: a response model)
 from ragline.retrieval.types import (
     ChunkingConfig,
@@ -136,6 +137,11 @@ class TextDocumentIn(Strict):
     text: str = Field(min_length=1, max_length=5_000_000)
     title: str = Field("", max_length=500)
     source: str = Field("", max_length=1000, description="Identifies the document: the same source again replaces it.")
+
+    @field_validator("title", "source")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        return plain_text(value)  # no NUL, no control characters, one line
 
 
 class DocumentList(BaseModel):

@@ -9,12 +9,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from ragline.retrieval.errors import IngestionError
+from ragline import defaults
+from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
 
 SUPPORTED = ("txt", "md", "markdown", "html", "htm", "pdf", "docx", "csv", "xlsx", "json")
 
@@ -132,14 +135,51 @@ def parse_html(text: str) -> tuple[str, str]:
     return parser.title, body.strip()
 
 
-def parse_pdf(data: bytes) -> str:
+class _TextBudget:
+    """Counts extracted characters and refuses the document once it passes the limit."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.limit, self.used = name, defaults.DOCUMENT_MAX_TEXT_CHARS, 0
+
+    def take(self, text: str) -> str:
+        self.used += len(text)
+        if self.used > self.limit:
+            raise DocumentTooLargeError(f"{self.name} holds more than {self.limit:,} characters of text; split it into smaller documents")
+        return text
+
+
+def check_archive(data: bytes, name: str) -> None:
+    """A .docx or .xlsx is a zip: refuse one that unpacks to far more than it weighs (a decompression bomb)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile as exc:
+        raise IngestionError(f"cannot parse {name}: it is not a valid Office file ({exc})") from None
+    if unpacked > defaults.ARCHIVE_MAX_UNPACKED_BYTES:
+        raise DocumentTooLargeError(f"{name} unpacks to {unpacked // 2**20:,} MB, more than {defaults.ARCHIVE_MAX_UNPACKED_BYTES // 2**20} MB")
+
+
+def check_text(text: str, name: str) -> None:
+    """Refuse an empty file, and bytes that decoded to control characters (a binary file named .txt)."""
+    if not text.strip():
+        raise IngestionError(f"{name} holds no text")
+    sample = text[:200_000]
+    printable = sum(1 for c in sample if c.isprintable() or c in "\n\r\t")
+    if printable < defaults.TEXT_MIN_PRINTABLE_SHARE * len(sample):
+        share = 1 - printable / len(sample)
+        raise IngestionError(f"{name} does not look like text ({share:.0%} control characters); upload it in its own format")
+
+
+def parse_pdf(data: bytes, budget: _TextBudget) -> str:
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(data))
-    return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages).strip()
+    if len(reader.pages) > defaults.DOCUMENT_MAX_PAGES:
+        raise DocumentTooLargeError(f"{budget.name} has {len(reader.pages):,} pages, more than {defaults.DOCUMENT_MAX_PAGES:,}")
+    return "\n\n".join(budget.take((page.extract_text() or "").strip()) for page in reader.pages).strip()
 
 
-def parse_docx(data: bytes) -> str:
+def parse_docx(data: bytes, budget: _TextBudget) -> str:
     """Paragraphs and tables in body order; "Heading N" styles become Markdown headings."""
     import docx
     from docx.table import Table
@@ -153,33 +193,48 @@ def parse_docx(data: bytes) -> str:
             style = para.style.name if para.style is not None else ""
             text = para.text.strip()
             if text and style.startswith("Heading") and style[-1:].isdigit():
-                parts.append("#" * min(int(style[-1]), 6) + " " + text)
+                parts.append(budget.take("#" * min(int(style[-1]), 6) + " " + text))
             elif text:
-                parts.append(text)
+                parts.append(budget.take(text))
         elif element.tag.endswith("}tbl"):
             table = Table(element, document)
-            parts.append(markdown_table([[cell.text for cell in row.cells] for row in table.rows]))
+            parts.append(budget.take(markdown_table(_bounded_rows(([cell.text for cell in row.cells] for row in table.rows), budget.name))))
     return "\n\n".join(p for p in parts if p)
 
 
-def parse_csv(text: str) -> str:
+def _bounded_rows(rows: Iterable[list[Any]], name: str, counted: list[int] | None = None) -> list[list[Any]]:
+    """The rows, refused past DOCUMENT_MAX_ROWS (counted across the sheets of one file via `counted`)."""
+    counter = counted if counted is not None else [0]
+    out = []
+    for row in rows:
+        counter[0] += 1
+        if counter[0] > defaults.DOCUMENT_MAX_ROWS:
+            raise DocumentTooLargeError(f"{name} has more than {defaults.DOCUMENT_MAX_ROWS:,} rows")
+        out.append(row)
+    return out
+
+
+def parse_csv(text: str, name: str = "the file") -> str:
     try:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel
-    return markdown_table(list(csv.reader(io.StringIO(text), dialect)))
+    return markdown_table(_bounded_rows(csv.reader(io.StringIO(text), dialect), name))
 
 
-def parse_xlsx(data: bytes) -> str:
+def parse_xlsx(data: bytes, budget: _TextBudget) -> str:
     from openpyxl import load_workbook
 
     book = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    parts = []
-    for sheet in book.worksheets:
-        table = markdown_table([list(row) for row in sheet.iter_rows(values_only=True)])
-        if table:
-            parts.append(f"## {sheet.title}\n\n{table}")
-    book.close()
+    parts, counted = [], [0]
+    try:
+        for sheet in book.worksheets:
+            rows = _bounded_rows((list(row) for row in sheet.iter_rows(values_only=True)), budget.name, counted)
+            table = markdown_table(rows)
+            if table:
+                parts.append(budget.take(f"## {sheet.title}\n\n{table}"))
+    finally:
+        book.close()
     return "\n\n".join(parts)
 
 
@@ -197,32 +252,48 @@ def _flat(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _decoded(data: bytes, name: str) -> str:
+    text = decode_text(data)
+    check_text(text, name)
+    return text
+
+
 def parse_bytes(data: bytes, file_type: str, name: str = "") -> ParsedDocument:
+    """The document's text, bounded: an empty, binary, oversized or bomb-like file is an IngestionError."""
     kind = file_type.lower().lstrip(".")
     title = Path(name).stem if name else ""
+    label = name or f"the .{kind} file"
+    budget = _TextBudget(label)
     try:
         if kind in ("txt", "md", "markdown"):
-            text = decode_text(data)
+            text = _decoded(data, label)
         elif kind in ("html", "htm"):
-            html_title, text = parse_html(decode_text(data))
+            html_title, text = parse_html(_decoded(data, label))
             title = html_title or title
         elif kind == "pdf":
-            text = parse_pdf(data)
+            text = parse_pdf(data, budget)
         elif kind == "docx":
-            text = parse_docx(data)
+            check_archive(data, label)
+            text = parse_docx(data, budget)
         elif kind == "csv":
-            text = parse_csv(decode_text(data))
+            text = parse_csv(_decoded(data, label), label)
         elif kind == "xlsx":
-            text = parse_xlsx(data)
+            check_archive(data, label)
+            text = parse_xlsx(data, budget)
         elif kind == "json":
-            text = parse_json(decode_text(data))
+            text = parse_json(_decoded(data, label))
         else:
             raise IngestionError(f"unsupported file type '{kind}' (supported: {', '.join(SUPPORTED)})")
     except IngestionError:
         raise
+    except RecursionError:
+        raise IngestionError(f"cannot parse {label}: it nests too deeply") from None
     except Exception as exc:  # parser libraries raise their own types; the message is what matters
-        raise IngestionError(f"cannot parse {name or kind}: {exc}") from exc
-    return ParsedDocument(title=title, text=text.replace("\x00", ""), file_type="md" if kind == "markdown" else kind)
+        raise IngestionError(f"cannot parse {label}: {exc}") from exc
+    text = budget.take(text.replace("\x00", "")) if kind not in ("pdf", "docx", "xlsx") else text.replace("\x00", "")
+    if not text.strip():
+        raise IngestionError(f"{label} holds no text")
+    return ParsedDocument(title=title, text=text, file_type="md" if kind == "markdown" else kind)
 
 
 def parse_file(path: Path) -> ParsedDocument:

@@ -10,6 +10,7 @@ catalog does not know is never returned by search anyway.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import uuid
@@ -18,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragline import defaults
 from ragline.entities.extraction import extract_document_graph
 from ragline.entities.store import GraphStore
 from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
 from ragline.ingestion.parsers import parse_file
 from ragline.models.chat import ChatClient
 from ragline.retrieval.catalog import ChunkRecord
-from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
+from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, KnowledgeBaseAccessError
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase
@@ -105,6 +107,15 @@ def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -
     return parents + children
 
 
+def _bounded_chunks(doc: TextDocument, kb: KnowledgeBase, knowledge: Knowledge) -> list[ChunkRecord]:
+    """The document's chunks, refused past DOCUMENT_MAX_CHUNKS."""
+    chunks = plan_to_chunks(chunk_document(doc.text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+    if len(chunks) > defaults.DOCUMENT_MAX_CHUNKS:
+        raise DocumentTooLargeError(f"{knowledge.title} makes {len(chunks):,} chunks, more than {defaults.DOCUMENT_MAX_CHUNKS:,}; "
+                                    "split it, or raise the knowledge base's chunk size")
+    return chunks
+
+
 class IngestionService:
     """Documents in, chunks out to the catalog, vectors and keywords; optionally the entity graph.
 
@@ -151,6 +162,11 @@ class IngestionService:
         out: list[Knowledge] = []
         todo: list[PreparedDocument] = []
         for doc in docs:
+            if not doc.text.strip():
+                raise IngestionError(f"{doc.title or doc.source or 'the document'} holds no text")
+            if len(doc.text) > defaults.DOCUMENT_MAX_TEXT_CHARS:
+                raise DocumentTooLargeError(f"{doc.title or doc.source or 'the document'} holds more than "
+                                            f"{defaults.DOCUMENT_MAX_TEXT_CHARS:,} characters; split it into smaller documents")
             digest = content_hash(doc.text, settings)
             existing = self.catalog.find_knowledge(kb.id, doc.source) if doc.source else None
             if existing is not None and existing.content_hash == digest:
@@ -161,7 +177,7 @@ class IngestionService:
                 title=document_title(doc.title, doc.source), source=doc.source or f"text:{uuid.uuid4().hex}",
                 file_type=doc.file_type, content_hash=digest, metadata=doc.metadata,
             )
-            chunks = plan_to_chunks(chunk_document(doc.text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+            chunks = await asyncio.to_thread(_bounded_chunks, doc, kb, knowledge)  # CPU work: off the event loop
             texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
             todo.append(PreparedDocument(knowledge, chunks, texts, doc.text))
             out.append(knowledge)

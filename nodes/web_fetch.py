@@ -36,8 +36,11 @@ async def _fetched(fetcher: WebFetcher, result: SearchResult) -> SearchResult:
     url = str(result.metadata.get("url") or result.id)
     try:
         page = await fetcher.fetch(url)
-    except WebFetchError as exc:  # includes refused addresses
+    except WebFetchError as exc:  # includes refused addresses and malformed URLs
         log.info("web_fetch kept the snippet of %s: %s", url, exc)
+        return result.model_copy(update={"metadata": {**result.metadata, "web_fetch_error": str(exc)}})
+    except Exception as exc:  # one bad search result costs its page, never the answer
+        log.warning("web_fetch kept the snippet of %s after an unexpected failure: %r", url, exc)
         return result.model_copy(update={"metadata": {**result.metadata, "web_fetch_error": str(exc)}})
     metadata = {**result.metadata, "web_fetched": True, "snippet": result.content}
     if page.final_url != url:

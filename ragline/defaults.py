@@ -91,6 +91,19 @@ TITLE_MAX_CHARS = 60  # a generated session title is cut to this length
 TITLE_TIMEOUT_S = 30.0  # a title call slower than this falls back to the question's first words
 TITLE_MAX_TOKENS = 32  # a title is a few words; the cap stops a rambling model early
 UPLOAD_MAX_BYTES = 50 * 1024 * 1024  # one uploaded document at most
+DOCUMENT_MAX_TEXT_CHARS = 4_000_000  # text extracted from one document (~2,000 pages); more is refused, never cut silently
+DOCUMENT_MAX_CHUNKS = 5_000  # chunks of one document: bounds the embedding work one upload can demand
+DOCUMENT_MAX_ROWS = 100_000  # rows of one CSV or sheet set: a table beyond it belongs in a database
+DOCUMENT_MAX_PAGES = 2_000  # pages of one PDF
+ARCHIVE_MAX_UNPACKED_BYTES = 200 * 1024 * 1024  # a .docx/.xlsx unpacking to more than this is a decompression bomb
+TEXT_MIN_PRINTABLE_SHARE = 0.95  # a "text" file with more control characters than this is binary, not text
+JSON_BODY_MAX_BYTES = 1024 * 1024  # a question with its options is far smaller; uploads use multipart
+JSON_MAX_DEPTH = 32  # our bodies nest 4 levels; 32 leaves room and refuses [[[...]]] bombs
+JSON_OFF_LOOP_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread, not on the event loop
+HEADERS_MAX_COUNT = 100  # browsers send ~20; thousands of headers are an attack
+HEADER_MAX_BYTES = 8 * 1024  # one header line, as nginx's large_client_header_buffers
+HEADERS_MAX_TOTAL_BYTES = 32 * 1024  # all headers together
+FILE_NAME_MAX_CHARS = 200  # an uploaded file's name is cut to this (below every filesystem's 255-byte limit)
 
 # --- web search + web_fetch (web_fetch.go, searchutil.ConvertWebSearchResults) ---
 WEB_FETCH_MAX_CONTENT_BYTES = 8000  # the seed cuts a fetched page to 8000 bytes of text

@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     durability: Literal["sync", "async", "exit"] = Field("sync", description="LangGraph checkpoint durability; sync survives a hard crash mid-run.")
     api_keys: dict[str, str] | None = Field(None, description='API key -> tenant (or "tenant/user") as JSON, e.g. {"k1": "acme"}; none configured = dev mode, one tenant "default".')
     api_keys_file: Path | None = Field(None, description="A JSON file of API keys in the same shape as api_keys.")
+    allowed_models: list[str] = Field(default_factory=list, description='Models a request may name besides the configured ones (chat, query understanding, rerank), e.g. ["openai/gpt-4o-mini"]; a request can never name another.')
+    tenant_models: dict[str, list[str]] = Field(default_factory=dict, description='Per-tenant allow lists replacing allowed_models for that tenant, as JSON: {"acme": ["openai/gpt-4o"]}.')
     generate_titles: bool = Field(True, description="Generate a session title from the first question (session_title event).")
     run_lease_ttl_s: float = Field(defaults.RUN_LEASE_TTL_S, gt=0, description="A run whose holder stops heartbeating is taken over after this long.")
     stop_poll_s: float = Field(defaults.STOP_POLL_S, gt=0, description="Period of the stop watcher.")

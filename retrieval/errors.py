@@ -29,3 +29,7 @@ class StoreGroupError(RetrievalError):
 
 class IngestionError(RetrievalError):
     """A document could not be parsed, chunked, embedded or written; nothing was kept."""
+
+
+class DocumentTooLargeError(IngestionError):
+    """A document beyond a size limit (text, rows, pages, chunks, unpacked archive); nothing was kept."""

@@ -111,7 +111,7 @@ class HybridSearcher:
             if kb is None:
                 raise KnowledgeBaseNotFoundError(f"knowledge base {kb_id} does not exist")
             if not kb.readable_by(tenant_id):
-                raise KnowledgeBaseAccessError(f"tenant {tenant_id} may not search knowledge base {kb.name}")
+                raise KnowledgeBaseAccessError(f"knowledge base {kb_id} does not exist")  # as if missing: no existence leak
             kbs.append(kb)
         return kbs
 

@@ -116,5 +116,6 @@ class KnowledgeBaseService:
     @staticmethod
     def _authorized(kb: KnowledgeBase, tenant_id: str) -> KnowledgeBase:
         if not kb.readable_by(tenant_id):
-            raise KnowledgeBaseAccessError(f"tenant {tenant_id} may not use knowledge base {kb.name}")
+            # the same words as a missing base: another tenant's base must not be confirmed to exist
+            raise KnowledgeBaseAccessError(f"knowledge base {kb.id} does not exist")
         return kb

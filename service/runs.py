@@ -38,6 +38,7 @@ from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
 from ragline.service.backend import Backend
+from ragline.service.models import check_models
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
@@ -119,7 +120,9 @@ class RunManager:
     # --- starting and stopping ---
 
     async def submit(self, who: Principal, session: Session, request: PipelineRequest) -> RunRecord:
-        """Start a turn in the background; returns its ids. ConflictError while another turn runs."""
+        """Start a turn in the background; returns its ids. ConflictError while another turn runs,
+        InvalidRequestError when it names a model this tenant may not use."""
+        check_models(request, self.settings, who.tenant_id)
         ids = turn_ids(RunContext(session_id=session.id))
         record = RunRecord(
             session_id=session.id,

@@ -102,7 +102,8 @@ class WebFetcher:
                 final_url = str(response.url)
         except BlockedAddressError:
             raise
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError, OverflowError) as exc:
+            # a malformed redirect target or a socket error costs this page, never the caller
             raise WebFetchError(f"fetching {url} failed: {exc}") from exc
         text = _decode(body, response)
         if content_type == "text/plain":

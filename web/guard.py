@@ -84,7 +84,13 @@ class AddressPolicy:
 
     def check_url(self, url: str) -> httpx.URL:
         """Scheme and host checks that need no DNS; addresses are checked again at connect time."""
-        parsed = httpx.URL(url)
+        try:
+            parsed = httpx.URL(url)
+            port = parsed.port
+        except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
+            raise WebFetchError(f"{url[:200]!r} is not a valid URL: {exc}") from None
+        if port is not None and not 0 < port < 65536:
+            raise WebFetchError(f"{url[:200]!r} is not a valid URL: port {port} is out of range")
         if parsed.scheme not in ("http", "https"):
             raise BlockedAddressError(f"only http and https URLs are fetched, not {parsed.scheme or 'a relative URL'}")
         host = parsed.host.rstrip(".").lower()

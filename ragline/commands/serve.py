@@ -11,19 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import sys
 
 from ragline.services import Services
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _index_sample(services: Services, tenants: list[str]) -> None:
@@ -43,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ragline.api.app import create_app
     from ragline.api.auth import KeyRing
+    from ragline.api.guards import is_loopback_host
     from ragline.settings import get_settings
 
     settings = get_settings()
@@ -54,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ragline serve: bad API key settings: {exc}", file=sys.stderr)
         return 2
     if keyring.dev_mode:
-        if not _is_loopback(host) and not args.insecure_dev:
+        if not is_loopback_host(host) and not args.insecure_dev:
             print(
                 f"ragline serve: no API keys configured (RAGLINE_API_KEYS / RAGLINE_API_KEYS_FILE); refusing to listen "
                 f"on {host} without them. Configure keys, bind 127.0.0.1, or pass --insecure-dev.",
@@ -71,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"ragline serve: could not index the sample knowledge base: {exc}", file=sys.stderr)
             return 2
     uvicorn.run(
-        create_app(settings, services=services),
+        create_app(settings, services=services, loopback_only=keyring.dev_mode and is_loopback_host(host)),
         host=host,
         port=port,
         log_level=args.log_level,

@@ -100,7 +100,8 @@ async def test_bad_questions_are_4xx_with_a_message(client, scripted_model):
     sid = await new_session(client, title="t")
     url = f"/api/v1/sessions/{sid}/chat"
     cases = [
-        (await client.post(url, content=b"{not json"), 400),
+        (await client.post(url, content=b"{not json", headers={"content-type": "application/json"}), 400),
+        (await client.post(url, content=b"{not json"), 415),
         (await client.post(url, json={"query": ""}), 422),
         (await client.post(url, json={"query": "q", "no_such_option": 1}), 422),
         (await client.post(url, json={"query": "q", "summary": {"temperature": 9}}), 422),
@@ -131,3 +132,11 @@ async def test_unknown_routes_and_methods_answer_json(client: httpx.AsyncClient,
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
     wrong = await client.put("/api/v1/sessions")
     assert wrong.status_code == 405
+
+
+async def test_a_model_the_server_does_not_allow_is_refused_before_anything_is_sent(client, scripted_model):
+    sid = await new_session(client)
+    before = len(scripted_model.requests)
+    response = await client.post(f"/api/v1/sessions/{sid}/chat", json={"query": "hi", "chat_model": "ollama/llama3"})
+    assert response.status_code == 400 and "ollama/llama3" in response.json()["error"]["message"]
+    assert len(scripted_model.requests) == before

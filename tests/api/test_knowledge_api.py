@@ -163,3 +163,39 @@ async def test_another_tenant_reaches_no_knowledge_base_of_ours(acme, globex):
         assert asked.status_code == 404, asked.text
     mine = (await acme.get(f"{V1}/knowledge-bases/{kb}/documents")).json()["items"]
     assert len(mine) == 2  # nothing was planted or deleted
+
+
+@pytest.mark.parametrize("name", [".", "..", "fa\x00q.json", "x" * 300 + ".json", "..\\..\\faq.json"])
+async def test_hostile_faq_file_names_never_cause_a_server_error(acme, name):
+    created = await acme.post(f"{V1}/knowledge-bases", json={"name": f"faq-names-{abs(hash(name))}", "type": "faq"})
+    kb = created.json()["id"]
+    rows = json.dumps([{"standard_question": "Is it safe?", "answers": ["Yes."]}]).encode()
+    response = await acme.post(f"{V1}/knowledge-bases/{kb}/faq/import", params={"dry_run": "true"}, files={"file": (name, rows)})
+    if name in (".", ".."):
+        assert response.status_code == 400 and "file name" in response.json()["error"]["message"]
+    else:
+        assert response.status_code == 200, response.text
+
+
+async def test_an_uploaded_document_keeps_no_folders_and_no_control_characters_in_its_name_or_title(acme):
+    created = await acme.post(f"{V1}/knowledge-bases", json={"name": "kettle-names"})
+    kb = created.json()["id"]
+    upload = await acme.post(f"{V1}/knowledge-bases/{kb}/documents", data={"title": "Warranty\x00 terms\x07"},
+                             files={"file": ("..\\..\\pwned2.md", DESCALING.encode(), "text/markdown")})
+    assert upload.status_code == 201, upload.text
+    document = upload.json()
+    assert document["title"] == "Warranty terms"
+    assert document["source"] == "upload:pwned2.md"
+    text = await acme.post(f"{V1}/knowledge-bases/{kb}/documents/text", json={"text": WARRANTY, "title": "a\x00b\nc"})
+    assert text.json()["title"] == "ab c"
+
+
+async def test_empty_or_binary_uploads_are_refused_with_a_clear_4xx_and_nothing_is_kept(acme):
+    import random
+
+    kb = (await acme.post(f"{V1}/knowledge-bases", json={"name": "kettle-hostile"})).json()["id"]
+    empty = await acme.post(f"{V1}/knowledge-bases/{kb}/documents", files={"file": ("empty.txt", b"", "text/plain")})
+    noise = await acme.post(f"{V1}/knowledge-bases/{kb}/documents", files={"file": ("noise.txt", random.Random(3).randbytes(200_000), "text/plain")})
+    assert empty.status_code == 400 and "no text" in empty.json()["error"]["message"]
+    assert noise.status_code == 400 and "does not look like text" in noise.json()["error"]["message"]
+    assert (await acme.get(f"{V1}/knowledge-bases/{kb}/documents")).json()["items"] == []

@@ -42,7 +42,7 @@ async def test_bad_session_input_is_4xx(client, scripted_model):
     assert (await client.patch(f"/api/v1/sessions/{sid}", json={"pinned": "maybe"})).status_code == 422
     assert (await client.patch(f"/api/v1/sessions/{sid}", json={"owner_id": "me"})).status_code == 422
     assert (await client.post("/api/v1/sessions/batch-delete", json={"ids": []})).status_code == 422
-    assert (await client.post("/api/v1/sessions", content=b"[")).status_code == 400
+    assert (await client.post("/api/v1/sessions", content=b"[", headers={"content-type": "application/json"})).status_code == 400
 
 
 async def test_messages_page_back_from_the_newest(client, scripted_model):

@@ -5,13 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragline import defaults
 from ragline.ingestion.parsers import (
     decode_text,
     markdown_table,
     parse_bytes,
     parse_file,
 )
-from ragline.retrieval.errors import IngestionError
+from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
 
 
 def tiny_pdf(text: str) -> bytes:
@@ -116,3 +117,70 @@ def test_markdown_tables_have_one_line_per_nonempty_row_and_equal_columns(rows):
     assert len(lines) == len(kept) + 1
     pipes = {line.replace("\\|", "").count("|") for line in lines}
     assert len(pipes) == 1
+
+
+# --- hostile files: bounded before they cost memory or time (issue 13) ---
+
+
+def _zip_bomb(unpacked_mb: int) -> bytes:
+    """A .docx-shaped zip whose one entry unpacks to `unpacked_mb` MB of zeros (a few hundred KB packed)."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("word/document.xml", "w") as entry:
+        for _ in range(unpacked_mb):
+            entry.write(b"\0" * 2**20)
+    return out.getvalue()
+
+
+def test_a_docx_that_unpacks_to_hundreds_of_megabytes_is_refused_before_parsing():
+    bomb = _zip_bomb(defaults.ARCHIVE_MAX_UNPACKED_BYTES // 2**20 + 1)
+    assert len(bomb) < 2**20
+    with pytest.raises(DocumentTooLargeError, match="unpacks to"):
+        parse_bytes(bomb, ".docx", "bomb.docx")
+
+
+def test_a_sheet_beyond_the_row_limit_is_refused(monkeypatch):
+    from openpyxl import Workbook
+
+    monkeypatch.setattr(defaults, "DOCUMENT_MAX_ROWS", 50)
+    book = Workbook()
+    for i in range(51):
+        book.active.append([i, f"row {i}"])
+    data = io.BytesIO()
+    book.save(data)
+    with pytest.raises(DocumentTooLargeError, match="more than 50 rows"):
+        parse_bytes(data.getvalue(), ".xlsx", "rows.xlsx")
+    with pytest.raises(DocumentTooLargeError, match="more than 50 rows"):
+        parse_bytes("\n".join(f"{i},x" for i in range(51)).encode(), ".csv", "rows.csv")
+    assert "row 49" in parse_bytes("\n".join(f"{i},row {i}" for i in range(50)).encode(), ".csv", "ok.csv").text
+
+
+def test_text_beyond_the_character_limit_is_refused_not_cut(monkeypatch):
+    monkeypatch.setattr(defaults, "DOCUMENT_MAX_TEXT_CHARS", 1000)
+    assert parse_bytes(b"a" * 1000, ".txt", "edge.txt").text == "a" * 1000
+    with pytest.raises(DocumentTooLargeError, match="1,000 characters"):
+        parse_bytes(b"a" * 1001, ".txt", "big.txt")
+
+
+@pytest.mark.parametrize("data", [b"", b"   \n\t  "])
+def test_an_empty_text_file_is_refused(data):
+    with pytest.raises(IngestionError, match="holds no text"):
+        parse_bytes(data, ".txt", "empty.txt")
+
+
+def test_random_bytes_named_txt_are_refused_as_binary():
+    import random
+
+    noise = random.Random(7).randbytes(200_000)
+    with pytest.raises(IngestionError, match="does not look like text"):
+        parse_bytes(noise, ".txt", "noise.txt")
+
+
+def test_chinese_and_accented_text_is_text():
+    assert parse_bytes("天气站的电池可用两年。Café crème.".encode("gb18030"), ".txt", "zh.txt").text.startswith("天气站")
+
+
+def test_a_json_file_nested_too_deeply_is_a_clear_error():
+    with pytest.raises(IngestionError, match="nests too deeply|cannot parse"):
+        parse_bytes(b"[" * 100_000 + b"]" * 100_000, ".json", "deep.json")

@@ -149,3 +149,22 @@ async def test_a_title_missing_from_the_text_still_finds_the_document(stack, ing
                                              TextDocument("Valves leak when worn.", "", "text:b")])
     hits = await stack.searcher.search(SearchParams(query="centrifugal", knowledge_base_ids=[kb.id], disable_vector=True))
     assert [h.knowledge_title for h in hits] == ["Centrifugal pump"]
+
+
+async def test_a_document_beyond_the_chunk_limit_is_refused_and_nothing_is_kept(stack, ingestion, monkeypatch):
+    from ragline import defaults
+    from ragline.retrieval.errors import DocumentTooLargeError
+
+    monkeypatch.setattr(defaults, "DOCUMENT_MAX_CHUNKS", 3)
+    kb = stack.knowledge_bases.create("chunk-cap", chunking={"chunk_size": 64, "chunk_overlap": 0})
+    with pytest.raises(DocumentTooLargeError, match="more than 3"):
+        await ingestion.ingest_text(kb.id, "A sentence that fills a chunk. " * 40, "long")
+    assert stack.catalog.list_knowledge(kb.id) == []
+
+
+async def test_a_whitespace_only_document_is_refused(stack, ingestion):
+    from ragline.retrieval.errors import IngestionError
+
+    kb = stack.knowledge_bases.create("blank")
+    with pytest.raises(IngestionError, match="holds no text"):
+        await ingestion.ingest_text(kb.id, "  \n ", "blank")

@@ -66,3 +66,13 @@ async def test_web_fetch_runs_only_when_web_fetch_and_web_search_are_enabled(sit
 
 async def test_web_fetch_without_web_results_changes_nothing(allow_private):
     assert await web_fetch({"request": _request(), "rerank_results": [_kb_hit(0)]}, node_runtime()) == {}
+
+
+async def test_a_malformed_web_result_url_costs_only_its_page(site, allow_private):
+    site.pages["/ok"] = Page("<article><p>Good page text.</p></article>")
+    bad = _web_hits(site, ["/x"])[0]
+    bad = bad.model_copy(update={"id": "http://0177.0.0.1/", "metadata": {**bad.metadata, "url": "http://exa\tmple.com:99999/"}})
+    update = await web_fetch({"request": _request(), "rerank_results": [bad, *_web_hits(site, ["/ok"])]}, node_runtime())
+    results = update["rerank_results"]
+    assert results[0].content == bad.content and "web_fetch_error" in results[0].metadata
+    assert results[1].content == "Good page text."

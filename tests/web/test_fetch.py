@@ -100,3 +100,10 @@ async def test_a_slow_page_times_out(site):
     async with WebFetcher(POLICY, timeout=0.2) as fetcher:
         with pytest.raises(WebFetchError, match="longer than"):
             await fetcher.fetch(site.url("/slow"))
+
+
+@pytest.mark.parametrize("url", ["http://0177.0.0.1/", "http://exa\tmple.com/", "http://127.0.0.1:99999/", "http://[::1/"])
+async def test_a_malformed_url_is_a_web_fetch_error_not_a_crash(url):
+    async with WebFetcher(POLICY, timeout=2) as fetcher:
+        with pytest.raises(WebFetchError):
+            await fetcher.fetch(url)
