@@ -16,7 +16,7 @@ from starlette.routing import Route
 from ragline.api import chat, health, knowledge, memories, messages, page, sessions
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
-from ragline.api.guards import LoopbackOnly, RequestLimits, is_loopback_host
+from ragline.api.guards import KeyLimiter, KeyLimits, LoopbackOnly, RequestLimits, is_loopback_host
 from ragline.api.services import open_services
 from ragline.services import Services
 from ragline.settings import Settings, get_settings
@@ -83,7 +83,12 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     settings = settings or get_settings()
     if loopback_only is None:
         loopback_only = KeyRing.from_settings(settings).dev_mode and is_loopback_host(settings.host)
-    middleware = [Middleware(RequestLimits), *([Middleware(LoopbackOnly)] if loopback_only else [])]
+    limiter = KeyLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst, settings.max_streams_per_key)
+    middleware = [
+        Middleware(RequestLimits),
+        Middleware(KeyLimits, limiter=limiter),
+        *([Middleware(LoopbackOnly)] if loopback_only else []),
+    ]
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -24,8 +25,20 @@ from ragline.settings import Settings
 DEV_PRINCIPAL = Principal("default", "default")
 
 
-def _digest(key: str) -> str:
+def key_digest(key: str) -> str:
+    """Keys are kept and looked up only as their SHA-256 digests, never in clear."""
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def presented_key(headers: Mapping[str, str], query: Mapping[str, str], *, allow_query: bool) -> str | None:
+    """The key a client sent: X-API-Key, or Authorization: Bearer, or (SSE GETs) ?api_key=."""
+    key = headers.get("x-api-key")
+    if not key:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        key = token.strip() if scheme.lower() == "bearer" else None
+    if not key and allow_query:
+        key = query.get("api_key")
+    return key or None
 
 
 def principal_of(value: str) -> Principal:
@@ -48,7 +61,7 @@ class KeyRing:
                 raise ValueError(f"{settings.api_keys_file}: expected a JSON object of key -> tenant")
             raw.update({str(k): str(v) for k, v in loaded.items()})
         raw.update(settings.api_keys or {})
-        return cls({_digest(key): principal_of(value) for key, value in raw.items() if key})
+        return cls({key_digest(key): principal_of(value) for key, value in raw.items() if key})
 
     @property
     def dev_mode(self) -> bool:
@@ -57,15 +70,10 @@ class KeyRing:
     def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
         if self.dev_mode:
             return DEV_PRINCIPAL
-        key = request.headers.get("x-api-key")
-        if not key:
-            scheme, _, token = request.headers.get("authorization", "").partition(" ")
-            key = token.strip() if scheme.lower() == "bearer" else None
-        if not key and allow_query:
-            key = request.query_params.get("api_key")
+        key = presented_key(request.headers, request.query_params, allow_query=allow_query)
         if not key:
             raise Unauthorized("an API key is required (X-API-Key header or Authorization: Bearer)")
-        principal = self.by_digest.get(_digest(key))
+        principal = self.by_digest.get(key_digest(key))
         if principal is None:
             raise Unauthorized("unknown API key")
         return principal

@@ -2,6 +2,8 @@
 
 - `RequestLimits`: too many headers, one header line too long, or all headers together too
   large is a 431. Bodies are bounded where they are read (api/inputs.py, the multipart upload).
+- `KeyLimits`: per API key, a request rate (token bucket) and a number of concurrent answer
+  streams; over either, 429 with Retry-After.
 - `LoopbackOnly`: in dev mode (no API keys, listening on loopback) only a browser on this machine
   may talk to the service. A foreign Host (DNS rebinding) or a cross-site Origin is a 403, so a
   web page elsewhere cannot drive the keyless API through the user's browser.
@@ -11,11 +13,17 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragline import defaults
+from ragline.api.auth import key_digest, presented_key
 
 
 def header_problem(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -32,10 +40,10 @@ def header_problem(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+async def _refuse(send: Send, status: int, code: str, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(headers or [])]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -89,3 +97,92 @@ class LoopbackOnly:
             await _refuse(send, 403, "forbidden", problem)
             return
         await self.app(scope, receive, send)
+
+
+# --- per API key: a request rate and a number of concurrent answer streams ---
+
+STREAM_ROUTES = ("/knowledge-chat", "/chat", "/continue-stream")
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class KeyLimiter:
+    """A token bucket per key (rate, burst) and a count of its open answer streams, in this process."""
+
+    def __init__(self, per_minute: int, burst: int, max_streams: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = per_minute / 60.0
+        self.burst = burst
+        self.max_streams = max_streams
+        self.clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+        self._streams: dict[str, int] = {}
+
+    def retry_after(self, key: str) -> float | None:
+        """Seconds until the key may send again, or None when this request may pass (and is counted)."""
+        if self.rate <= 0:
+            return None
+        now = self.clock()
+        bucket = self._buckets.setdefault(key, _Bucket(float(self.burst), now))
+        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.at) * self.rate)
+        bucket.at = now
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            return None
+        return (1 - bucket.tokens) / self.rate
+
+    def open_stream(self, key: str) -> bool:
+        if self.max_streams and self._streams.get(key, 0) >= self.max_streams:
+            return False
+        self._streams[key] = self._streams.get(key, 0) + 1
+        return True
+
+    def close_stream(self, key: str) -> None:
+        left = self._streams.get(key, 0) - 1
+        if left > 0:
+            self._streams[key] = left
+        else:
+            self._streams.pop(key, None)
+
+
+def api_key_of(scope: Scope) -> str | None:
+    """The digest of the key the request presents (any route; the route itself checks it)."""
+    key = presented_key(Headers(scope=scope), QueryParams(scope.get("query_string", b"")), allow_query=True)
+    return key_digest(key) if key else None
+
+
+class KeyLimits:
+    """429 with Retry-After once a key exceeds its rate or its concurrent answer streams.
+
+    Keyless requests pass (they get 401 from the route); in shared mode each replica counts its own.
+    """
+
+    def __init__(self, app: ASGIApp, limiter: KeyLimiter) -> None:
+        self.app = app
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = api_key_of(scope) if scope["type"] == "http" else None
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        wait = self.limiter.retry_after(key)
+        if wait is not None:
+            await _refuse(send, 429, "rate_limited", f"too many requests for this API key; retry in {math.ceil(wait)} s",
+                          headers=[(b"retry-after", str(math.ceil(wait)).encode())])
+            return
+        if not scope["path"].endswith(STREAM_ROUTES):
+            await self.app(scope, receive, send)
+            return
+        if not self.limiter.open_stream(key):
+            await _refuse(send, 429, "too_many_streams",
+                          f"this API key already streams {self.limiter.max_streams} answers; wait for one to end",
+                          headers=[(b"retry-after", b"1")])
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.limiter.close_stream(key)

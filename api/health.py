@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ragline import defaults
 from ragline.api.openapi import doc, openapi_document
 from ragline.api.schemas import Health
 from ragline.api.services import services
 
 
-@doc("Liveness and the configured backends", "service", response=Health, public=True, errors=())
+async def _check(name: str, probe: Callable[[], Awaitable[object]]) -> tuple[str, str]:
+    try:
+        await asyncio.wait_for(probe(), defaults.HEALTH_CHECK_TIMEOUT_S)
+    except Exception as exc:  # whatever the store says, /health reports it instead of failing
+        return name, f"down: {type(exc).__name__}: {exc}"[:200]
+    return name, "ok"
+
+
+@doc("Liveness, and whether the stores the service needs answer (503 when one does not)", "service", response=Health, public=True, errors=(503,))
 async def health(request: Request) -> Response:
     svc = services(request)
+    probes: list[tuple[str, Callable[[], Awaitable[object]]]] = []
+    if svc.backend.redis is not None:
+        probes.append(("redis", svc.backend.redis.ping))
+    probes.append(("checkpoints", lambda: svc.backend.checkpointer.aget_tuple({"configurable": {"thread_id": "health-check"}})))
+    checks = dict(await asyncio.gather(*(_check(name, probe) for name, probe in probes)))
+    healthy = all(answer == "ok" for answer in checks.values())
     body = Health(
-        status="ok",
+        status="ok" if healthy else "unavailable",
         backend=svc.backend.describe(),
+        checks=checks,
         runs=svc.runs.local_runs(),
         auth="dev (no API keys configured)" if svc.keyring.dev_mode else "api keys",
     )
-    return JSONResponse(body.model_dump())
+    return JSONResponse(body.model_dump(), status_code=200 if healthy else 503)
 
 
 @doc("This OpenAPI document", "service", public=True, errors=())

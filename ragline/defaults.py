@@ -74,6 +74,7 @@ STREAM_TTL_S = 3600  # Redis event streams expire an hour after their last event
 TITLE_WAIT_AFTER_COMPLETE_S = 3.0  # SSE waits this long for a new session's title
 
 # --- the HTTP service (stream.go, qa.go, session.go) ---
+HEALTH_CHECK_TIMEOUT_S = 1.0  # a store slower than this to answer /health counts as down
 SSE_HEARTBEAT_S = 15.0  # a comment frame on quiet streams so proxies keep the connection open
 SSE_RETRY_MS = 1000  # EventSource reconnect delay announced at the start of every stream
 STOP_POLL_S = 0.2  # the stop watcher's period (seed: 300 ms); with STOP_GRACE_S a stop lands within 500 ms
@@ -103,6 +104,9 @@ JSON_OFF_LOOP_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread, 
 HEADERS_MAX_COUNT = 100  # browsers send ~20; thousands of headers are an attack
 HEADER_MAX_BYTES = 8 * 1024  # one header line, as nginx's large_client_header_buffers
 HEADERS_MAX_TOTAL_BYTES = 32 * 1024  # all headers together
+RATE_LIMIT_PER_MINUTE = 600  # requests per API key and minute: 10/s sustained, far above a person at a chat page
+RATE_LIMIT_BURST = 60  # ...with bursts of this many (a page load fires a handful at once)
+MAX_STREAMS_PER_KEY = 20  # answers one API key may stream at once (each holds a connection and a run)
 FILE_NAME_MAX_CHARS = 200  # an uploaded file's name is cut to this (below every filesystem's 255-byte limit)
 
 # --- web search + web_fetch (web_fetch.go, searchutil.ConvertWebSearchResults) ---

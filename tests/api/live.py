@@ -30,7 +30,7 @@ def memory_settings(scripted: Any = None, **overrides: Any) -> Any:
 
     if scripted is not None:
         overrides = {"chat_model": "openai/scripted", "chat_api_base": scripted.base_url, "chat_api_key": "scripted-key", **overrides}
-    return Settings(checkpointer="memory", stream_manager="memory", redis_url=None, sse_heartbeat_s=1.0, **overrides)
+    return Settings(**{"checkpointer": "memory", "stream_manager": "memory", "redis_url": None, "sse_heartbeat_s": 1.0, **overrides})
 
 
 class ThreadServer:
