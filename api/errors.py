@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 
 from pydantic import ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -98,6 +100,9 @@ async def handle_error(request: Request, exc: Exception) -> JSONResponse:
     for kind, status, code in _SERVICE_STATUS:
         if isinstance(exc, kind):
             return error_body(status, code, str(exc) or code)
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError):  # the shared store is down: try again later
+        log.warning("Redis does not answer: %s", exc)
+        return error_body(503, "unavailable", "the service's store (Redis) does not answer; try again shortly")
     if isinstance(exc, ServiceError):
         return error_body(400, "bad_request", str(exc))
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from ragline import defaults
 from ragline.graph.state import checkpoint_types
 
 REDIS_MAX_CONNECTIONS = 256  # per process and client; commands queue for a connection beyond it
@@ -53,16 +55,67 @@ def redis_serializer() -> JsonPlusSerializer:
     )
 
 
+def redis_pool(url: str, *, decode_responses: bool = False) -> Any:
+    """The connection pool every Redis client of the service uses.
+
+    Blocking: under a burst of concurrent runs a command waits for a connection instead of
+    failing. Bounded socket waits, and a connection that went stale while Redis restarted is
+    replaced and the command retried with backoff.
+    """
+    from redis.asyncio import BlockingConnectionPool
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return BlockingConnectionPool.from_url(
+        url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30, decode_responses=decode_responses, health_check_interval=30,
+        socket_timeout=defaults.REDIS_SOCKET_TIMEOUT_S, socket_connect_timeout=defaults.REDIS_CONNECT_TIMEOUT_S,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), defaults.REDIS_RETRIES),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+    )
+
+
+def _missing_index(exc: Exception) -> bool:
+    return "no such index" in str(exc).lower()
+
+
+def _self_healing_saver() -> type:
+    """AsyncRedisSaver that recreates its search indexes when Redis came back empty, then retries once."""
+    from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+
+    class SelfHealingRedisSaver(AsyncRedisSaver):
+        async def aget_tuple(self, config: Any) -> Any:
+            try:
+                return await super().aget_tuple(config)
+            except Exception as exc:  # redis' ResponseError, or redisvl's RedisSearchError around it
+                if not _missing_index(exc):
+                    raise
+                await self.asetup()
+                return await super().aget_tuple(config)
+
+        async def alist(self, config: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+            try:
+                items = [item async for item in super().alist(config, **kwargs)]
+            except Exception as exc:
+                if not _missing_index(exc):
+                    raise
+                await self.asetup()
+                items = [item async for item in super().alist(config, **kwargs)]
+            for item in items:
+                yield item
+
+    return SelfHealingRedisSaver
+
+
 @asynccontextmanager
 async def redis_saver(url: str) -> AsyncIterator[BaseCheckpointSaver]:
     """langgraph-checkpoint-redis: needs Redis 8 (or Redis Stack) with the search and JSON modules."""
-    from langgraph.checkpoint.redis.aio import AsyncRedisSaver
-    from redis.asyncio import BlockingConnectionPool, Redis
+    from redis.asyncio import Redis
 
-    # a blocking pool: under a burst of concurrent runs a write waits for a connection instead of failing
-    client = Redis(connection_pool=BlockingConnectionPool.from_url(url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30))
+    client = Redis(connection_pool=redis_pool(url))
     try:
-        async with AsyncRedisSaver.from_conn_string(redis_client=client) as saver:
+        async with _self_healing_saver().from_conn_string(redis_client=client) as saver:
             saver.serde = redis_serializer()
             yield saver
     finally:

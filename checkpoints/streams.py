@@ -200,7 +200,7 @@ class RedisStreamManager:
                 return
             self._blocking = positions
             try:
-                reply = await self.redis.xread({self._wake_key: self._wake_id, **positions}, block=5000)
+                reply = await self.redis.xread({self._wake_key: self._wake_id, **positions}, block=defaults.STREAM_BLOCK_MS)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -20,8 +20,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from ragline.checkpoints.savers import (
-    REDIS_MAX_CONNECTIONS,
     memory_saver,
+    redis_pool,
     redis_saver,
     sqlite_saver,
 )
@@ -88,12 +88,9 @@ async def open_backend(settings: Settings, graph_name: str = "ragline") -> Async
     async with AsyncExitStack() as stack:
         redis: Any = None
         if needs_redis:
-            from redis.asyncio import BlockingConnectionPool, Redis
+            from redis.asyncio import Redis
 
-            pool = BlockingConnectionPool.from_url(
-                url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30, decode_responses=True, health_check_interval=30
-            )
-            redis = Redis(connection_pool=pool)
+            redis = Redis(connection_pool=redis_pool(url, decode_responses=True))
             stack.push_async_callback(redis.aclose)
             await redis.ping()
         service_dir = settings.data_dir / "service"

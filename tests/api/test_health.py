@@ -1,4 +1,4 @@
-"""/health tells the truth about the stores: 503, naming Redis, while Redis is down; ok again after."""
+"""While Redis is down: /health says so (503), routes answer 503 instead of 500; after it returns, all works again."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import httpx
 import pytest
 
 from ragline.api.app import create_app
-from tests.api.live import ThreadServer, memory_settings
+from tests.api.live import ThreadServer, collect, memory_settings, new_session, types
 from tests.redis_server import RedisServer, missing_reason
+from tests.scripted_model import Reply
 
 
-async def test_health_is_503_naming_redis_while_it_is_down_and_ok_once_it_is_back(scripted_server, tmp_path):
+async def test_health_is_503_naming_redis_while_it_is_down_and_ok_once_it_is_back(scripted_server, scripted_model, tmp_path):
     if reason := missing_reason():
         pytest.skip(reason)
     redis = RedisServer().start()
@@ -25,8 +26,19 @@ async def test_health_is_503_naming_redis_while_it_is_down_and_ok_once_it_is_bac
             down = await client.get("/health")
             assert down.status_code == 503 and down.json()["status"] == "unavailable"
             assert down.json()["checks"]["redis"].startswith("down")
+            listing = await client.get("/api/v1/sessions")  # a route that needs Redis: 503, not a generic 500
+            assert listing.status_code == 503 and "Redis" in listing.json()["error"]["message"]
             redis = RedisServer(port=port).start()
             assert (await client.get("/health")).status_code == 200
+            assert (await client.get("/api/v1/sessions")).status_code == 200  # stale connections were replaced
+            # Redis came back empty: the checkpoint search indexes are recreated on first need
+            scripted_model.on(lambda b: True, Reply.text("First answer."))
+            sid = await new_session(client)
+            frames = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json={"query": "one", "rewrite_enabled": False})
+            assert types(frames)[-1] == "complete" and "error" not in types(frames)
+            messages = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+            rewound = await client.post(f"/api/v1/sessions/{sid}/rewind", json={"message_id": messages[0]["id"]})
+            assert rewound.status_code == 200, rewound.text
     finally:
         live.stop()
         redis.stop()
