@@ -124,11 +124,23 @@ class IngestionService:
     chunk) after they are stored.
     """
 
-    def __init__(self, stack: RetrievalStack, graph_store: GraphStore | None = None, chat: ChatClient | None = None) -> None:
+    def __init__(self, stack: RetrievalStack, graph_store: GraphStore | Callable[[], GraphStore] | None = None,
+                 chat: ChatClient | None = None) -> None:
         self.stack = stack
         self.catalog = stack.catalog
-        self.graph_store = graph_store
+        self._graph_store = graph_store  # or a factory: the graph is opened when a document needs it
         self.chat = chat
+
+    def _graph(self) -> GraphStore | None:
+        """The entity graph, or None when there is none or it cannot be opened (the graph step is optional)."""
+        if self._graph_store is None or isinstance(self._graph_store, GraphStore):
+            return self._graph_store
+        try:
+            self._graph_store = self._graph_store()
+        except Exception as exc:  # e.g. DuckDB's file lock held by another process: documents still index
+            log.warning("the entity graph is unavailable, graph extraction skipped: %s", exc)
+            return None
+        return self._graph_store
 
     def _kb(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
         kb = self.stack.knowledge_bases.get(kb_id, tenant_id)
@@ -213,11 +225,12 @@ class IngestionService:
 
     async def _extract_graph(self, kb: KnowledgeBase, docs: list[PreparedDocument]) -> None:
         """The optional graph step; its failure leaves the (already searchable) document as it is."""
-        if self.graph_store is None or self.chat is None or kb.id not in await self.graph_store.extraction_enabled([kb.id]):
+        graph = self._graph() if self.chat is not None else None
+        if graph is None or self.chat is None or kb.id not in await graph.extraction_enabled([kb.id]):
             return
         for doc in docs:
             try:
-                await extract_document_graph(self.graph_store, kb.id, doc.knowledge.id, [c for c in doc.chunks if c.indexed], self.chat)
+                await extract_document_graph(graph, kb.id, doc.knowledge.id, [c for c in doc.chunks if c.indexed], self.chat)
             except Exception as exc:
                 log.warning("graph extraction of %s failed: %s", doc.knowledge.title, exc)
 
@@ -242,8 +255,11 @@ class IngestionService:
         engines = self.stack.stores[kb.vector_store]
         await engines.vector.delete_chunks(kb.id, ids)
         await engines.keyword.delete_chunks(kb.id, ids)
-        if self.graph_store is not None:
-            await self.graph_store.delete_document(kb.id, knowledge_id)
+        if (graph := self._graph()) is not None:
+            try:
+                await graph.delete_document(kb.id, knowledge_id)
+            except Exception as exc:  # entity search checks the catalog, so stale graph rows are never shown
+                log.warning("could not remove %s from the entity graph: %s", knowledge_id, exc)
         self.catalog.delete_knowledge(kb.id, [knowledge_id])
 
     async def reparse(self, kb_id: str, knowledge_id: str, tenant_id: str = "default",

@@ -141,7 +141,8 @@ class Services:
         """Parsing, chunking, embedding and indexing; graph extraction for graph-enabled bases."""
         from ragline.ingestion.service import IngestionService
 
-        return self._once("ingestion", lambda: IngestionService(self.retrieval, graph_store=self.graph_store, chat=self.chat()))
+        # the graph store is opened on first need: a locked or unreachable graph must not stop indexing
+        return self._once("ingestion", lambda: IngestionService(self.retrieval, graph_store=lambda: self.graph_store, chat=self.chat()))
 
     # --- models ---
 

@@ -300,7 +300,13 @@ class RunManager:
         state = await threads.snapshot(self.backend.graph, record.session_id)
         turn = state.values.get("turn")
         if turn is not None and turn.assistant_message_id == record.assistant_message_id:
-            return None if state.next else _SKIP
+            # Finished means no task at all. `next` alone is not enough: a process killed after a
+            # node wrote its results but before the next checkpoint leaves next=() with that
+            # node's writes pending, and the turn goes on from them.
+            if not state.next and not state.tasks:
+                return _SKIP
+            run.driver.config = state.config  # from exactly this checkpoint, not from a lagging "latest" pointer
+            return None
         return {"request": run.request}
 
     async def _heartbeat(self, run: _Run) -> None:

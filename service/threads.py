@@ -34,8 +34,23 @@ def text_of(message: AnyMessage) -> str:
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
+def _checkpoint_id(state: StateSnapshot) -> str:
+    return str(state.config.get("configurable", {}).get("checkpoint_id") or "")
+
+
 async def snapshot(graph: Graph, session_id: str) -> StateSnapshot:
-    return await graph.aget_state(thread_config(session_id))
+    """The thread's newest checkpoint, with its checkpoint id in `.config`.
+
+    The Redis saver keeps a "latest" pointer beside the checkpoints; a process killed between
+    writing a checkpoint and moving the pointer leaves it one step behind, and resuming from it
+    would see no pending task and end the turn silently. Checkpoint ids are time-ordered, so the
+    newest in the history wins over the pointer.
+    """
+    current = await graph.aget_state(thread_config(session_id))
+    async for newest in graph.aget_state_history(thread_config(session_id), limit=1):
+        if _checkpoint_id(newest) > _checkpoint_id(current):
+            return newest
+    return current
 
 
 async def messages_of(graph: Graph, session_id: str) -> list[AnyMessage]:
@@ -46,12 +61,13 @@ async def settle(graph: Graph, session_id: str) -> None:
     """Clear the pending tasks a hard-cancelled or crashed run left on the thread."""
     state = await snapshot(graph, session_id)
     if state.next:
-        await graph.aupdate_state(thread_config(session_id), None, as_node=END)
+        await graph.aupdate_state(state.config, None, as_node=END)  # from the newest checkpoint, not the pointer
 
 
 async def edit_messages(graph: Graph, session_id: str, updates: Sequence[AnyMessage | RemoveMessage]) -> None:
     await settle(graph, session_id)
-    await graph.aupdate_state(thread_config(session_id), {"messages": list(updates)}, as_node=FALLBACK)
+    state = await snapshot(graph, session_id)
+    await graph.aupdate_state(state.config, {"messages": list(updates)}, as_node=FALLBACK)
 
 
 async def remove_messages(graph: Graph, session_id: str, message_ids: Sequence[str]) -> None:

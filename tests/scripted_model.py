@@ -34,6 +34,7 @@ class Reply:
     status: int = 200
     error: str = "scripted failure"
     chunk_delay: float = 0.0
+    delay: float = 0.0  # seconds before a non-streamed reply (a slow model)
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> Reply:
@@ -85,6 +86,8 @@ class ScriptedModel:
         if reply.status != 200:
             return JSONResponse({"error": {"message": reply.error, "type": "scripted"}}, status_code=reply.status)
         if not body.get("stream"):
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
             message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.chunks)}
             if reply.reasoning:
                 message["reasoning_content"] = "".join(reply.reasoning)

@@ -4,6 +4,7 @@ run that survives the SIGKILL of its process. Each replica is `ragline serve` in
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -104,3 +105,34 @@ async def test_a_run_whose_server_is_killed_completes_with_no_lost_or_repeated_t
         assert [m["role"] for m in messages] == ["user", "assistant"]
         assert messages[-1]["content"] == WORDS and not messages[-1]["stopped"]
     assert sum(1 for body in scripted_model.requests if body.get("stream")) == 2  # the answer was generated again
+
+
+def _is_rewrite(body: dict) -> bool:
+    return "rewrite_query" in str(body["messages"][0].get("content", ""))
+
+
+@pytest.mark.parametrize("stage_frames", [2, 4])  # killed in query understanding; killed in search
+async def test_a_knowledge_chat_whose_server_is_killed_before_the_answer_still_answers_once(env, replicas, scripted_model, tmp_path, stage_frames):
+    victim = replicas[0]
+    scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": "durable runs", "intent": "kb_search"}), delay=1.0))
+    scripted_model.on(lambda body: True, Reply.text(WORDS, chunk_delay=0.02))
+    async with httpx.AsyncClient(base_url=victim.url, timeout=120) as to_victim:
+        kb = (await to_victim.post("/api/v1/knowledge-bases", json={"name": f"durable-{stage_frames}"})).json()["id"]
+        added = await to_victim.post(f"/api/v1/knowledge-bases/{kb}/documents/text",
+                                     json={"text": "Durable runs survive the death of their server.", "title": "Runs"})
+        assert added.status_code == 201, added.text
+        sid = (await to_victim.post("/api/v1/sessions", json={"title": "durable"})).json()["id"]
+        ask = {"query": "What survives a dead server?", "knowledge_base_ids": [kb]}
+        head = await collect(to_victim, "POST", f"/api/v1/sessions/{sid}/knowledge-chat", json=ask, limit=stage_frames)
+    victim.kill()
+    replicas[0] = restarted = ProcessServer(env, port=victim.port, log=tmp_path / f"restarted-{stage_frames}.log").start()
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=60) as client:
+        tail = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", headers={"Last-Event-ID": head[-1].id})
+        assert answer_of(head + tail) == WORDS, types(head + tail)
+        assert types(tail)[-1] == "complete" and "error" not in types(tail)
+        for _ in range(50):
+            messages = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+            if messages and messages[-1]["is_completed"]:
+                break
+            await asyncio.sleep(0.1)
+        assert [m["role"] for m in messages] == ["user", "assistant"] and messages[-1]["content"] == WORDS
