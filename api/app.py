@@ -13,10 +13,10 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from ragline.api import chat, health, knowledge, memories, messages, page, sessions
+from ragline.api import chat, health, knowledge, memories, messages, metrics, page, sessions
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
-from ragline.api.guards import KeyLimiter, KeyLimits, LoopbackOnly, RequestLimits, is_loopback_host
+from ragline.api.guards import KeyLimiter, KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
 from ragline.api.services import open_services
 from ragline.services import Services
 from ragline.settings import Settings, get_settings
@@ -30,6 +30,7 @@ ROUTES = [
     Route("/health", health.health, methods=["GET"]),
     Route(f"{V1}/health", health.health, methods=["GET"], name="health_v1"),
     Route(f"{V1}/openapi.json", health.openapi, methods=["GET"]),
+    Route("/metrics", metrics.metrics, methods=["GET"]),
     # sessions
     Route(f"{V1}/sessions", sessions.create_session, methods=["POST"]),
     Route(f"{V1}/sessions", sessions.list_sessions, methods=["GET"]),
@@ -84,7 +85,10 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     if loopback_only is None:
         loopback_only = KeyRing.from_settings(settings).dev_mode and is_loopback_host(settings.host)
     limiter = KeyLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst, settings.max_streams_per_key)
+    measured = metrics.Metrics()
     middleware = [
+        Middleware(RequestIds),
+        Middleware(metrics.MeasureRequests, metrics=measured),
         Middleware(RequestLimits),
         Middleware(KeyLimits, limiter=limiter),
         *([Middleware(LoopbackOnly)] if loopback_only else []),
@@ -96,9 +100,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             app.state.services = shared
             yield
 
-    return Starlette(
+    app = Starlette(
         routes=ROUTES,
         middleware=middleware,
         exception_handlers={kind: handle_error for kind in HANDLED},
         lifespan=lifespan,
     )
+    app.state.metrics = measured
+    return app

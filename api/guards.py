@@ -15,15 +15,17 @@ import ipaddress
 import json
 import math
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, QueryParams
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline import defaults
 from ragline.api.auth import key_digest, presented_key
+from ragline.service.logs import log_ids
 
 
 def header_problem(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -186,3 +188,26 @@ class KeyLimits:
             await self.app(scope, receive, send)
         finally:
             self.limiter.close_stream(key)
+
+
+class RequestIds:
+    """Every request gets an id (the client's X-Request-ID, else a new one), echoed in the response
+    and carried by every log record made while it is served."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = Headers(scope=scope).get("x-request-id", "")
+        request_id = given if 0 < len(given) <= 128 and given.isprintable() else uuid.uuid4().hex
+
+        async def tagged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
+            await send(message)
+
+        with log_ids(request_id=request_id):
+            await self.app(scope, receive, tagged)

@@ -38,6 +38,7 @@ from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
 from ragline.service.backend import Backend
+from ragline.service.logs import bind_log_ids
 from ragline.service.models import check_models
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
@@ -192,6 +193,7 @@ class RunManager:
 
     async def _drive(self, run: _Run, *, resume: bool) -> None:
         record = run.record
+        bind_log_ids(session_id=record.session_id, message_id=record.message_id)  # this task's records carry them
         heartbeat = asyncio.create_task(self._heartbeat(run)) if self.backend.registry.durable else None
         try:
             graph_input: Any = {"request": run.request}

@@ -61,11 +61,15 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, RuntimeError, ValueError) as exc:  # EmbeddingError and RetrievalError among them
             print(f"ragline serve: could not index the sample knowledge base: {exc}", file=sys.stderr)
             return 2
+    from ragline.service.logs import configure
+
+    configure(args.log_level, json_lines=args.log_format == "json")
     uvicorn.run(
         create_app(settings, services=services, loopback_only=keyring.dev_mode and is_loopback_host(host)),
         host=host,
         port=port,
         log_level=args.log_level,
+        log_config=None,  # ours: JSON lines with request, session and message ids
         timeout_graceful_shutdown=3,  # open SSE streams must not hold a restart for long
     )
     return 0
@@ -76,6 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", help="address to listen on (default: RAGLINE_HOST or 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default: RAGLINE_PORT or 8000)")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument("--log-format", default="json", choices=["json", "text"], help="json: one object per line with request, session and message ids")
     parser.add_argument("--sample", action="store_true", help="index the bundled sample knowledge base (every tenant) before listening")
     parser.add_argument("--insecure-dev", action="store_true", help="allow dev mode (no API keys) on a non-loopback address")
     parser.set_defaults(func=run)

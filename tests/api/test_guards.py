@@ -107,3 +107,9 @@ def test_only_loopback_names_pass_the_dev_mode_guard():
     assert loopback_problem([(b"host", b"[::1]:8000")]) is None
     assert loopback_problem([(b"host", b"127.0.0.1.evil.example")]) is not None
     assert loopback_problem([(b"host", b"127.0.0.1"), (b"origin", b"null")]) is not None
+
+
+async def test_the_service_echoes_a_request_id(client):
+    given = await client.get("/api/v1/sessions", headers={"x-request-id": "trace-123"})
+    assert given.headers["x-request-id"] == "trace-123"
+    assert len((await client.get("/api/v1/sessions")).headers["x-request-id"]) == 32

@@ -1,0 +1,59 @@
+"""Structured logs: one JSON object per line, carrying the request, session and message ids.
+
+The ids live in a context variable: the HTTP middleware sets the request id (the client's
+X-Request-ID, or a new one), a run sets its session and assistant message ids, and every log
+record made in that context carries them, including records of the tasks it starts.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_IDS: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("ragline_log_ids", default={})  # noqa: B039 (never mutated)
+FIELDS = ("request_id", "session_id", "message_id")
+
+
+@contextmanager
+def log_ids(**ids: str) -> Iterator[None]:
+    """Add ids to every record logged inside the block (and in tasks started from it)."""
+    token = _IDS.set({**_IDS.get(), **{k: v for k, v in ids.items() if v}})
+    try:
+        yield
+    finally:
+        _IDS.reset(token)
+
+
+def bind_log_ids(**ids: str) -> None:
+    """Add ids for the rest of the current task (a run's task: its session and message)."""
+    _IDS.set({**_IDS.get(), **{k: v for k, v in ids.items() if v}})
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+            **_IDS.get(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure(level: str = "info", *, json_lines: bool = True) -> None:
+    """Route ragline's and uvicorn's records to stderr, as JSON lines or plain text."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for name in ("ragline", "uvicorn", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level.upper())
+        logger.propagate = False
