@@ -53,6 +53,12 @@ class PayloadTooLarge(ApiError):
     status, code = 413, "payload_too_large"
 
 
+class ClientGone(ApiError):
+    """The client closed the connection while its request was being worked on (nginx's 499)."""
+
+    status, code = 499, "client_closed_request"
+
+
 class UnsupportedMediaType(ApiError):
     status, code = 415, "unsupported_media_type"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from ragline import defaults
 from ragline.api.errors import (
     ApiError,
+    ClientGone,
     PayloadTooLarge,
     Unprocessable,
     UnsupportedMediaType,
@@ -24,6 +26,7 @@ from ragline.api.errors import (
 )
 
 Model = TypeVar("Model", bound=BaseModel)
+T = TypeVar("T")
 
 MAX_JSON_BYTES = defaults.JSON_BODY_MAX_BYTES
 MAX_JSON_DEPTH = defaults.JSON_MAX_DEPTH
@@ -107,6 +110,19 @@ def query(request: Request, model: type[Model]) -> Model:
         params[key] = values if len(values) > 1 else values[0]
     params.pop("api_key", None)
     return parse(model, params)
+
+
+async def while_connected(request: Request, work: Awaitable[T]) -> T:
+    """Run `work`, cancelling it if the client leaves first (an abandoned upload stops indexing)."""
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=defaults.DISCONNECT_POLL_S)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise ClientGone("the client left; the work was cancelled")
 
 
 def path(request: Request, name: str) -> str:

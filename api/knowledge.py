@@ -172,7 +172,8 @@ async def upload_document(request: Request) -> Response:
     parsed = await asyncio.to_thread(parse_bytes, data, Path(filename).suffix, filename)
     document = TextDocument(parsed.text, fields["title"] or parsed.title or Path(filename).stem, f"upload:{filename}", parsed.file_type)
     ingestion = await svc.ingestion()
-    [knowledge] = await ingestion.ingest_documents(kb.id, [document], who.tenant_id)
+    # a client that gives up stops the embedding; a half-written document is never listed
+    [knowledge] = await inputs.while_connected(request, ingestion.ingest_documents(kb.id, [document], who.tenant_id))
     return _json(knowledge, 201)
 
 

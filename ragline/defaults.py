@@ -111,6 +111,7 @@ HEADERS_MAX_TOTAL_BYTES = 32 * 1024  # all headers together
 RATE_LIMIT_PER_MINUTE = 600  # requests per API key and minute: 10/s sustained, far above a person at a chat page
 RATE_LIMIT_BURST = 60  # ...with bursts of this many (a page load fires a handful at once)
 MAX_STREAMS_PER_KEY = 20  # answers one API key may stream at once (each holds a connection and a run)
+DISCONNECT_POLL_S = 0.5  # how often long request work checks that its client is still there
 FILE_NAME_MAX_CHARS = 200  # an uploaded file's name is cut to this (below every filesystem's 255-byte limit)
 
 # --- web search + web_fetch (web_fetch.go, searchutil.ConvertWebSearchResults) ---

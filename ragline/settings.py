@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline import defaults
@@ -25,7 +25,27 @@ def _default_data_dir() -> Path:
     return Path(base) / "ragline"
 
 
-class Settings(BaseSettings):
+class RetrievalFields(BaseModel):
+    """The retrieval knobs: part of Settings, and handed to the retrieval stack as RetrievalConfig."""
+
+    chroma_url: str | None = Field(None, description="Chroma server URL (HTTP client); default: a folder under data_dir.")
+    redis_url: str | None = Field(None, description="Redis 8 (search + JSON modules) shared by replicas: checkpoints, event streams, leases, sessions, keywords.")
+    fusion: Literal["zscore", "rrf"] = Field("zscore", description="zscore: weighted z-scores (measured best here); rrf: the seed's weighted RRF.")
+    fusion_vector_weight: float = Field(defaults.ZSCORE_VECTOR_WEIGHT, ge=0, description="z-score fusion: weight of the vector side.")
+    fusion_keyword_weight: float = Field(defaults.ZSCORE_KEYWORD_WEIGHT, ge=0, description="z-score fusion: weight of the keyword side.")
+    rrf_k: int = Field(defaults.RRF_K, ge=1, description="Reciprocal-rank-fusion constant.")
+    rrf_vector_weight: float = Field(defaults.RRF_VECTOR_WEIGHT, ge=0, description="Weight of the vector ranks.")
+    rrf_keyword_weight: float = Field(defaults.RRF_KEYWORD_WEIGHT, ge=0, description="Weight of the keyword ranks.")
+    bm25_k1: float = Field(defaults.BM25_K1, gt=0)
+    bm25_b: float = Field(defaults.BM25_B, ge=0, le=1)
+    store_group_timeout_s: float = Field(defaults.STORE_GROUP_TIMEOUT_S, gt=0)
+    hnsw_ef_search: int = Field(defaults.HNSW_EF_SEARCH, ge=10, description="Chroma HNSW search breadth.")
+    hnsw_max_neighbors: int = Field(defaults.HNSW_MAX_NEIGHBORS, ge=4, description="Chroma HNSW M of new collections.")
+    feedback_docs: int = Field(defaults.FEEDBACK_DOCS, ge=0, description="Hybrid: fused hits whose vectors refine the query vector (0 = off).")
+    feedback_weight: float = Field(defaults.FEEDBACK_WEIGHT, ge=0, description="Hybrid: Rocchio beta, the weight of the hits' mean vector.")
+
+
+class Settings(BaseSettings, RetrievalFields):
     model_config = SettingsConfigDict(env_prefix="RAGLINE_", env_file=".env", extra="ignore")
 
     data_dir: Path = Field(default_factory=_default_data_dir, description="Where models, indexes and caches live.")
@@ -65,26 +85,9 @@ class Settings(BaseSettings):
     memory_store: str = Field("sqlite", description="Long-term memory store: sqlite (a file under data_dir), memory (lost on exit) or redis (redis_url, shared by replicas).")
     memory_min_score: float = Field(defaults.MEMORY_MIN_SCORE, ge=0, le=1, description="Similarity a memory needs to be recalled (tuned for multilingual-e5-small).")
 
-    # retrieval (ragline.retrieval.config.RetrievalConfig takes these)
-    chroma_url: str | None = Field(None, description="Chroma server URL (HTTP client); default: a folder under data_dir.")
-    fusion: Literal["zscore", "rrf"] = Field("zscore", description="zscore: weighted z-scores (measured best here); rrf: the seed's weighted RRF.")
-    fusion_vector_weight: float = Field(defaults.ZSCORE_VECTOR_WEIGHT, ge=0, description="z-score fusion: weight of the vector side.")
-    fusion_keyword_weight: float = Field(defaults.ZSCORE_KEYWORD_WEIGHT, ge=0, description="z-score fusion: weight of the keyword side.")
-    rrf_k: int = Field(defaults.RRF_K, ge=1, description="Reciprocal-rank-fusion constant.")
-    rrf_vector_weight: float = Field(defaults.RRF_VECTOR_WEIGHT, ge=0, description="RRF: weight of the vector ranks.")
-    rrf_keyword_weight: float = Field(defaults.RRF_KEYWORD_WEIGHT, ge=0, description="RRF: weight of the keyword ranks.")
-    bm25_k1: float = Field(defaults.BM25_K1, gt=0, description="BM25 term-frequency saturation.")
-    bm25_b: float = Field(defaults.BM25_B, ge=0, le=1, description="BM25 length normalisation.")
-    store_group_timeout_s: float = Field(defaults.STORE_GROUP_TIMEOUT_S, gt=0, description="A slower store group fails the search.")
-    hnsw_ef_search: int = Field(defaults.HNSW_EF_SEARCH, ge=10, description="Chroma HNSW search breadth.")
-    hnsw_max_neighbors: int = Field(defaults.HNSW_MAX_NEIGHBORS, ge=4, description="Chroma HNSW M of new collections.")
-    feedback_docs: int = Field(defaults.FEEDBACK_DOCS, ge=0, description="Hybrid: fused hits whose vectors refine the query vector (0 = off).")
-    feedback_weight: float = Field(defaults.FEEDBACK_WEIGHT, ge=0, description="Hybrid: Rocchio beta, the weight of the hits' mean vector.")
-
     # --- the HTTP service (`ragline serve`) ---
     host: str = Field("127.0.0.1", description="Address `ragline serve` listens on.")
     port: int = Field(8000, ge=1, le=65535, description="Port `ragline serve` listens on.")
-    redis_url: str | None = Field(None, description="Redis 8 (search + JSON modules) shared by replicas: checkpoints, event streams, leases, sessions, keywords.")
     checkpointer: Literal["memory", "sqlite", "redis"] | None = Field(None, description="Where runs are checkpointed; default: redis when redis_url is set, else sqlite under data_dir.")
     stream_manager: Literal["memory", "redis"] | None = Field(None, description="Where run events are kept for SSE resume; default: redis with the redis checkpointer, else in-process.")
     durability: Literal["sync", "async", "exit"] = Field("sync", description="LangGraph checkpoint durability; sync survives a hard crash mid-run.")
