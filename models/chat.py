@@ -123,6 +123,7 @@ class ChatClient:
         splitter = ThinkSplitter()
         finish_reason: str | None = None
         usage: dict[str, int] = {}
+        received = False
         try:
             async for chunk in response:
                 usage = _usage_dict(getattr(chunk, "usage", None)) or usage
@@ -131,6 +132,7 @@ class ChatClient:
                 choice = chunk.choices[0]
                 delta = choice.delta
                 reasoning = getattr(delta, "reasoning_content", None)
+                received = received or bool(reasoning or getattr(delta, "content", None))
                 if reasoning:
                     yield ChatDelta("thinking", reasoning)
                 for part in splitter.feed(getattr(delta, "content", None) or ""):
@@ -141,6 +143,9 @@ class ChatClient:
         finally:
             if hasattr(response, "aclose"):
                 await response.aclose()
+        if not received and not usage:
+            # no text and no usage: a 200 that carried no stream at all (a malformed reply), not an answer
+            raise ChatModelError(f"chat model {self.model} answered with no stream data")
         for part in splitter.flush():
             yield part
         yield StreamEnd(finish_reason, usage)

@@ -35,6 +35,8 @@ class Reply:
     error: str = "scripted failure"
     chunk_delay: float = 0.0
     delay: float = 0.0  # seconds before a non-streamed reply (a slow model)
+    raw: str | None = None  # a 200 whose body is this text instead of JSON (a malformed reply)
+    cut_after: int | None = None  # the stream stops after this many chunks, without a finish or [DONE]
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> Reply:
@@ -85,6 +87,8 @@ class ScriptedModel:
         reply = self._reply_for(body)
         if reply.status != 200:
             return JSONResponse({"error": {"message": reply.error, "type": "scripted"}}, status_code=reply.status)
+        if reply.raw is not None:
+            return Response(reply.raw, media_type="application/json")
         if not body.get("stream"):
             if reply.delay:
                 await asyncio.sleep(reply.delay)
@@ -96,7 +100,9 @@ class ScriptedModel:
 
     async def _stream(self, reply: Reply):
         deltas = [{"reasoning_content": r} for r in reply.reasoning] + [{"content": c} for c in reply.chunks]
-        for delta in deltas:
+        for sent, delta in enumerate(deltas):
+            if reply.cut_after is not None and sent >= reply.cut_after:
+                raise ConnectionResetError("scripted: the stream is cut")  # the server drops the connection
             yield _sse(_chunk(delta, None))
             if reply.chunk_delay:
                 await asyncio.sleep(reply.chunk_delay)

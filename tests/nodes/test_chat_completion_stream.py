@@ -1,3 +1,5 @@
+import pytest
+
 from ragline.checkpoints.savers import memory_saver
 from ragline.generation.answer import TRUNCATED_EMPTY_HINT
 from ragline.graph.events import ResponseType
@@ -81,3 +83,24 @@ async def test_answer_is_recorded_in_the_conversation(scripted_model):
     state = await graph.aget_state({"configurable": {"thread_id": "keep"}})
     assert [(m.type, m.content) for m in state.values["messages"]] == [("human", "q"), ("ai", "stored answer")]
     assert state.values["chat_response"].content == "stored answer"
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(status=429, error="rate limited"),
+    Reply(status=500, error="upstream exploded"),
+    Reply(raw="{not json at all"),
+], ids=["429", "500", "malformed JSON"])
+async def test_a_failing_provider_ends_the_answer_in_one_error_event_and_complete(scripted_model, reply):
+    scripted_model.on(lambda b: True, reply)
+    events = await run_turn("chat_stream", PipelineRequest(query="q"))
+    errors = of_type(events, ResponseType.ERROR)
+    assert len(errors) == 1 and errors[0].data["code"] == "model_call" and errors[0].done
+    assert answer_text(events) == "" and events[-1].response_type == ResponseType.COMPLETE
+
+
+async def test_a_stream_cut_short_keeps_the_text_shown_and_ends_in_an_error(scripted_model):
+    scripted_model.on(lambda b: True, Reply(chunks=["Paris ", "is ", "the ", "capital."], cut_after=2))
+    events = await run_turn("chat_stream", PipelineRequest(query="q"))
+    assert answer_text(events).startswith("Paris is")
+    assert [e.data["code"] for e in of_type(events, ResponseType.ERROR)] == ["model_call"]
+    assert events[-1].response_type == ResponseType.COMPLETE
