@@ -39,6 +39,7 @@ from ragline.api.schemas import (
 )
 from ragline.api.services import services
 from ragline.retrieval.errors import KnowledgeBaseAccessError
+from ragline.retrieval.reranking import rerank_results
 from ragline.retrieval.types import (
     ChunkType,
     Knowledge,
@@ -284,5 +285,9 @@ async def search(request: Request) -> Response:
     body = await inputs.body(request, SearchRequest)
     stack = await svc.stack()
     await authorize_search(stack, who, body.knowledge_base_ids, body.knowledge_ids)
-    params = SearchParams(tenant_id=who.tenant_id, **body.model_dump())
-    return _json(SearchResults(items=await stack.searcher.search(params)))
+    search = body.model_dump(exclude={"rerank_top_k", "rerank_threshold", "faq_priority_enabled", "faq_score_boost"})
+    hits = await stack.searcher.search(SearchParams(tenant_id=who.tenant_id, **search))
+    if body.rerank_top_k:  # the same chain the pipeline's rerank stage runs
+        hits = await rerank_results(body.query, hits, svc.core.reranker(), threshold=body.rerank_threshold, top_k=body.rerank_top_k,
+                                    scoped=bool(body.knowledge_ids), faq_boost=body.faq_score_boost if body.faq_priority_enabled else None)
+    return _json(SearchResults(items=hits))

@@ -191,6 +191,11 @@ class SearchRequest(Strict):
     disable_vector: bool = False
     disable_keyword: bool = False
     disable_recall_thresholds: bool = False
+    rerank_top_k: int = Field(0, ge=0, le=200, description="Above 0: the pipeline's rerank chain (the configured rerank model, "
+                              "threshold rules, composite scores, FAQ boost, MMR) keeps this many; 0 returns the fused hits as they are.")
+    rerank_threshold: float = Field(defaults.DEFAULT_RERANK_THRESHOLD, ge=0, le=1, description="Minimum rerank score (with rerank_top_k).")
+    faq_priority_enabled: bool = Field(False, description="Boost FAQ answers as the pipeline does (with rerank_top_k).")
+    faq_score_boost: float = Field(defaults.DEFAULT_FAQ_SCORE_BOOST, ge=1, description="Multiplier of FAQ scores under FAQ priority.")
 
 
 class SearchResults(BaseModel):

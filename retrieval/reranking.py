@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragline import defaults
+from ragline.models.rerank import Reranker, RerankError
 from ragline.retrieval.searchutil import tokenize_simple
 from ragline.retrieval.types import ChunkType, SearchResult
 
@@ -162,3 +163,45 @@ def select_mmr(results: Sequence[SearchResult], k: int, lam: float = defaults.MM
             union = len(token_sets[best]) + len(token_sets[other]) - inter
             redundancy[other] = max(redundancy[other], inter / union if union else 0.0)
     return [results[i] for i in chosen]
+
+
+# --- the whole chain, shared by the rerank stage and the search API (seed: PluginRerank) ---
+
+
+def candidates(results: Sequence[SearchResult]) -> list[SearchResult]:
+    return sorted(results, key=lambda r: r.score, reverse=True)[: defaults.RERANK_MAX_CANDIDATES]
+
+
+async def model_scores(reranker: Reranker, query: str, results: list[SearchResult]) -> list[Scored]:
+    passages = [enriched_passage(r, defaults.RERANK_PASSAGE_MAX_CHARS) for r in results]
+    return [Scored(results[s.index], s.score) for s in await reranker.rerank(query, passages)]
+
+
+def passthrough_scores(results: list[SearchResult]) -> list[Scored]:
+    """No model: the search score stands in for the model score."""
+    return [Scored(r, r.score) for r in results]
+
+
+async def rerank_results(query: str, results: Sequence[SearchResult], reranker: Reranker | None, *, threshold: float,
+                         top_k: int, scoped: bool, faq_boost: float | None = None) -> list[SearchResult]:
+    """Model scores (or search scores without a model, or when it fails), the threshold rules,
+    composite scores, the FAQ boost when given, then MMR down to `top_k`.
+
+    `scoped`: the user narrowed the search to documents or tags, so their best hit is kept
+    whatever its score (top-1 minimum 0 instead of RERANK_FALLBACK_MIN_SCORE).
+    """
+    pool = candidates(results)
+    kept: list[Scored]
+    if reranker is None:
+        kept = passthrough_scores(pool)
+    else:
+        try:
+            scored = await model_scores(reranker, query, pool)
+            kept = filter_by_threshold(scored, threshold, 0.0 if scoped else defaults.RERANK_FALLBACK_MIN_SCORE)
+        except RerankError:
+            kept = passthrough_scores(pool)
+    ranked = [with_composite(s) for s in kept]
+    if faq_boost is not None:
+        ranked = apply_faq_boost(ranked, faq_boost)
+    ranked.sort(key=lambda r: r.score, reverse=True)
+    return select_mmr(ranked, top_k)

@@ -199,3 +199,19 @@ async def test_empty_or_binary_uploads_are_refused_with_a_clear_4xx_and_nothing_
     assert empty.status_code == 400 and "no text" in empty.json()["error"]["message"]
     assert noise.status_code == 400 and "does not look like text" in noise.json()["error"]["message"]
     assert (await acme.get(f"{V1}/knowledge-bases/{kb}/documents")).json()["items"] == []
+
+
+async def test_the_search_api_can_run_the_pipelines_rerank_chain(acme):
+    from ragline.retrieval.reranking import rerank_results
+    from ragline.retrieval.types import SearchResult
+
+    kb, doc = await kettle_kb(acme, "kettle-rerank")
+    ask = {"query": "how long is the warranty", "knowledge_base_ids": [kb]}
+    raw = (await acme.post(f"{V1}/knowledge-bases/search", json=ask)).json()["items"]
+    reranked = (await acme.post(f"{V1}/knowledge-bases/search", json={**ask, "rerank_top_k": 1})).json()["items"]
+    assert len(raw) == 2 and "composite_score" not in raw[0]["metadata"]
+    assert len(reranked) == 1 and reranked[0]["knowledge_id"] == doc and "composite_score" in reranked[0]["metadata"]
+    # the very chain the rerank stage runs, on the same hits (no rerank model: search scores stand in)
+    expected = await rerank_results(ask["query"], [SearchResult.model_validate(r) for r in raw], None,
+                                    threshold=0.3, top_k=1, scoped=False)
+    assert [r.model_dump(mode="json") for r in expected] == reranked
