@@ -49,15 +49,28 @@ async def _refuse(send: Send, status: int, code: str, message: str, headers: lis
     await send({"type": "http.response.body", "body": body})
 
 
-class RequestLimits:
+class HeaderCheck:
+    """Refuses an HTTP request whose headers `problem` objects to, with `status` and `code`."""
+
+    status, code = 400, "bad_request"
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
+    @staticmethod
+    def problem(headers: list[tuple[bytes, bytes]]) -> str | None:
+        raise NotImplementedError
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (problem := header_problem(scope.get("headers", []))):
-            await _refuse(send, 431, "headers_too_large", problem)
+        if scope["type"] == "http" and (problem := self.problem(scope.get("headers", []))):
+            await _refuse(send, self.status, self.code, problem)
             return
         await self.app(scope, receive, send)
+
+
+class RequestLimits(HeaderCheck):
+    status, code = 431, "headers_too_large"
+    problem = staticmethod(header_problem)
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -90,15 +103,9 @@ def loopback_problem(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
-class LoopbackOnly:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (problem := loopback_problem(scope.get("headers", []))):
-            await _refuse(send, 403, "forbidden", problem)
-            return
-        await self.app(scope, receive, send)
+class LoopbackOnly(HeaderCheck):
+    status, code = 403, "forbidden"
+    problem = staticmethod(loopback_problem)
 
 
 # --- per API key: a request rate and a number of concurrent answer streams ---

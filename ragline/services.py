@@ -94,40 +94,32 @@ class Services:
     @property
     def retrieval(self) -> RetrievalStack:
         """The catalog, vector and keyword stores, embedders and hybrid searcher (opens Chroma)."""
-
-        def build() -> RetrievalStack:
-            if self.retrieval_factory is not None:
-                return self.retrieval_factory()
-            from ragline.retrieval.config import RetrievalConfig
-            from ragline.retrieval.stack import RetrievalStack
-
-            return RetrievalStack.build(self.settings.data_dir, self.embedder, RetrievalConfig.from_settings(self.settings))
-
-        return self._once("retrieval", build)
+        return self._once("retrieval", self.retrieval_factory or self._open_retrieval)
 
     @property
     def graph_store(self) -> GraphStore:
         """The entity graph: DuckDB under the data directory, or a Bolt server when configured."""
-
-        def build() -> GraphStore:
-            if self.graph_store_factory is not None:
-                return self.graph_store_factory()
-            from ragline.entities.store import open_graph_store
-
-            return open_graph_store(self.settings)
-
-        return self._once("graph_store", build)
+        return self._once("graph_store", self.graph_store_factory or self._open_graph_store)
 
     @property
     def memory_store(self) -> BaseStore:
-        def build() -> BaseStore:
-            if self.memory_store_factory is not None:
-                return self.memory_store_factory()
-            from ragline.memory.store import open_memory_store
+        return self._once("memory_store", self.memory_store_factory or self._open_memory_store)
 
-            return open_memory_store(self.settings.memory_store, self.settings.data_dir / "memory.sqlite", self.settings.redis_url)
+    def _open_retrieval(self) -> RetrievalStack:
+        from ragline.retrieval.config import RetrievalConfig
+        from ragline.retrieval.stack import RetrievalStack
 
-        return self._once("memory_store", build)
+        return RetrievalStack.build(self.settings.data_dir, self.embedder, RetrievalConfig.from_settings(self.settings))
+
+    def _open_graph_store(self) -> GraphStore:
+        from ragline.entities.store import open_graph_store
+
+        return open_graph_store(self.settings)
+
+    def _open_memory_store(self) -> BaseStore:
+        from ragline.memory.store import open_memory_store
+
+        return open_memory_store(self.settings.memory_store, self.settings.data_dir / "memory.sqlite", self.settings.redis_url)
 
     @property
     def memory(self) -> MemoryService:
