@@ -249,12 +249,23 @@ class Registry:
             return ""
         return "".join(self._public_tag(alias) for alias in ref_aliases(match.group("body")))
 
-    def _public_tag(self, alias: str) -> str:
+    def _public_tag(self, alias: str, *, attributed: bool = False) -> str:
         chunk = self._sources.citable_chunk(alias)
         if chunk is not None:
-            return kb_tag(chunk)
+            return kb_tag(chunk, attributed=attributed)
         web = self._sources.citable_web(alias)
-        return web_tag(web) if web is not None else ""
+        return web_tag(web, attributed=attributed) if web is not None else ""
+
+    # --- attribution (citations Ragline matched, for answers whose model wrote none) ----------------
+
+    def citable_alias(self, result: SourceChunk) -> str:
+        """The alias `result` was given to the model under as evidence in this answer; "" otherwise."""
+        return self._sources.citable_alias(result)
+
+    def attributed_tag(self, alias: str) -> str:
+        """The public tag of a citable source, marked `attributed="true"`; "" for any other alias
+        and when citations are off. The same gate as a model's ref: only this answer's evidence."""
+        return self._public_tag(alias, attributed=True) if self._citations_enabled else ""
 
     # --- tool calls ---------------------------------------------------------------------------------
 

@@ -168,6 +168,14 @@ class SourceTable:
         )
         return self.register_chunk(ref, evidence=evidence)
 
+    def citable_alias(self, result: SourceChunk) -> str:
+        """The alias `result` was registered under as evidence; "" when it never was (no lookup registers)."""
+        if result.is_web:
+            alias = self.webs.alias_for(canonical_url(result.page_url.strip()))
+        else:
+            alias = self.chunks.alias_for(result.chunk_id.strip())
+        return alias if alias is not None and alias in self._citable else ""
+
     def citable_chunk(self, alias: str) -> ChunkRef | None:
         entry = self.chunks.resolve(alias)
         return entry.meta if entry is not None and entry.alias in self._citable else None

@@ -41,7 +41,12 @@ def _attr(value: str) -> str:
     return html.escape(value, quote=True)
 
 
-def kb_tag(ref: ChunkRef) -> str:
+# Marks a citation Ragline matched to the sentence itself (citations/attribution.py), not one the
+# model wrote: the page draws it apart and the CLI footnote says so.
+ATTRIBUTED = 'attributed="true"'
+
+
+def kb_tag(ref: ChunkRef, *, attributed: bool = False) -> str:
     """`<kb chunk_id=... knowledge_id=... knowledge_base_id=... title=.../>`; empty fields omitted."""
     fields = (
         ("chunk_id", ref.chunk_id),
@@ -51,11 +56,15 @@ def kb_tag(ref: ChunkRef) -> str:
         ("chunk_type", ref.chunk_type),
     )
     attributes = " ".join(f'{name}="{_attr(value)}"' for name, value in fields if value)
-    return f"<kb {attributes}/>"
+    return f"<kb {attributes}{_mark(attributed)}/>"
 
 
-def web_tag(ref: WebRef) -> str:
-    return f'<web url="{_attr(ref.url)}" title="{_attr(ref.title)}"/>'
+def web_tag(ref: WebRef, *, attributed: bool = False) -> str:
+    return f'<web url="{_attr(ref.url)}" title="{_attr(ref.title)}"{_mark(attributed)}/>'
+
+
+def _mark(attributed: bool) -> str:
+    return f" {ATTRIBUTED}" if attributed else ""
 
 
 def tag_attributes(tag: str) -> dict[str, str]:

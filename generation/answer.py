@@ -2,9 +2,11 @@
 
 `answer_turn` is the whole generation stage for both chat_completion and chat_completion_stream,
 so every preset answers the same way: with retrieved contexts, the references event goes out
-first and the model's ref tags are expanded through the answer's citation registry. Streaming
-sends thinking and answer deltas as they come; either way exactly one terminal answer event
-goes out, a truncated answer is flagged on it, and a provider error becomes an error event.
+first and the model's ref tags are expanded through the answer's citation registry; answer
+sentences without a ref get the passages that support them, marked as attributed
+(`ragline.citations.attribution`), streamed or not alike. Streaming sends thinking and answer
+deltas as they come; either way exactly one terminal answer event goes out, a truncated answer
+is flagged on it, and a provider error becomes an error event.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from langchain_core.messages import AIMessage
 
 from ragline import defaults
 from ragline.citations import Registry, references_payload
+from ragline.citations.attribution import Attributor, TextEmbedder
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
 from ragline.generation.messages import prepare_messages
 from ragline.graph import events
@@ -34,6 +37,7 @@ from ragline.models.chat import (
     Message,
     StreamEnd,
 )
+from ragline.services import Services
 
 TRUNCATED_EMPTY_HINT = (
     "The answer reached the model's output limit before any text was produced. "
@@ -85,10 +89,13 @@ def _finish(client: ChatClient, content: str, thinking: str, end: StreamEnd, tur
 
 
 async def complete_answer(client: ChatClient, messages: list[Message], options: ChatOptions, turn: TurnIds,
-                          context: RunContext, *, registry: Registry | None = None) -> ChatResponse:
+                          context: RunContext, *, registry: Registry | None = None,
+                          attributor: Attributor | None = None) -> ChatResponse:
     """One call; the whole answer goes out as one terminal event. Raises ChatModelError before any event."""
     result = await client.chat(messages, options)
     content = registry.expand_text(result.content) if registry else result.content
+    if attributor is not None:
+        content = await attributor.attribute_text(content)
     thinking = registry.expand_text(result.thinking) if registry and result.thinking else result.thinking
     truncated = is_truncation(result.finish_reason)
     if truncated and not content.strip():
@@ -109,10 +116,12 @@ async def stream_answer(
     *,
     fallback: bool = False,
     registry: Registry | None = None,
+    attributor: Attributor | None = None,
 ) -> ChatResponse:
     """Stream deltas as events. Raises ChatModelError after emitting nothing terminal."""
     parts: dict[str, list[str]] = {"answer": [], "thinking": []}
     decoders = {kind: registry.stream_decoder() if registry else None for kind in parts}
+    attribution = attributor.stream() if attributor is not None else None
 
     def send(kind: str, text: str) -> None:
         if not text:
@@ -121,7 +130,7 @@ async def stream_answer(
         events.emit(context, events.thinking(turn, text) if kind == "thinking" else events.answer(turn, text))
 
     end = StreamEnd(None)
-    stopped = False
+    stopped = ended = False
     try:
         async for item in client.stream(messages, options):
             if context.is_cancelled():
@@ -131,13 +140,26 @@ async def stream_answer(
                 end = item
                 break
             decoder = decoders[item.kind]
-            send(item.kind, decoder.feed(item.text) if decoder else item.text)
-    finally:  # end, error or cancel: text held back by a decoder is never lost
+            text = decoder.feed(item.text) if decoder else item.text
+            if item.kind == "answer" and attribution is not None:
+                text = await attribution.feed(text)
+            send(item.kind, text)
+        ended = True
+    finally:  # end, error or cancel: text held back by a decoder or the attribution is never lost
         for kind, decoder in decoders.items():
-            if decoder is not None:
-                send(kind, decoder.flush())
+            tail = decoder.flush() if decoder is not None else ""
+            if kind == "answer" and attribution is not None:
+                # the last sentence is attributed at a real end; an error or a cancel does not wait for it
+                tail = await attribution.finish(tail) if ended else attribution.abandon(tail)
+            send(kind, tail)
     return _finish(client, "".join(parts["answer"]), "".join(parts["thinking"]), end, turn, context,
                    stopped=stopped, fallback=fallback)
+
+
+def _embedder(context: RunContext) -> TextEmbedder | None:
+    """The run's embedder, for attribution; a host that gave no services gets no attribution."""
+    services = context.services
+    return services.embedder if isinstance(services, Services) else None
 
 
 def model_error_update(turn: TurnIds, context: RunContext, exc: ChatModelError) -> dict[str, Any]:
@@ -152,17 +174,21 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
     results = list(state.get("merge_results", []))
     messages = prepare_messages(state)
     registry: Registry | None = None
+    attributor: Attributor | None = None
     if results or state.get("rendered_contexts"):
         # emitKnowledgeReferencesEvent: the whole merge result, before the answer, citations on or off
         sources = source_chunks(results)
         events.emit(context, events.references(turn, references_payload(sources)))
         registry = answer_registry(request, sources)
         messages = cited_messages(registry, messages)
+        attributor = Attributor.for_answer(registry, sources, _embedder(context))
     try:
         if stream:
-            response = await stream_answer(client, messages, chat_options(request), turn, context, registry=registry)
+            response = await stream_answer(client, messages, chat_options(request), turn, context, registry=registry,
+                                           attributor=attributor)
         else:
-            response = await complete_answer(client, messages, chat_options(request), turn, context, registry=registry)
+            response = await complete_answer(client, messages, chat_options(request), turn, context, registry=registry,
+                                             attributor=attributor)
     except ChatModelError as exc:
         return model_error_update(turn, context, exc)
     return {"chat_response": response, "messages": [assistant_message(turn, response, results)]}

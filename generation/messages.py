@@ -21,6 +21,7 @@ def placeholder_values(state: PipelineState) -> dict[str, Any]:
         "query": state.get("rewrite_query") or request.query,
         "language": language_of(request),
         "current_time": prompts.current_time(),
+        "current_date": prompts.current_date(),
         "contexts": state.get("rendered_contexts", ""),
     }
 

@@ -7,6 +7,7 @@ provider's `reasoning_content` or inline between <think> tags; both come out as 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +97,18 @@ class ChatClient:
             "drop_params": True,  # a provider without seed/top_p support ignores them instead of failing
             **options.litellm_kwargs(),
         }
+
+    @property
+    def is_local(self) -> bool:
+        return self.model.startswith(f"{PROVIDER}/")
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
+        if self.is_local:
+            from ragline.models.local_provider import CHAT_ENGINE
+
+            return await asyncio.to_thread(CHAT_ENGINE.count_tokens, texts)
+        return [litellm.token_counter(model=self.model, text=text) for text in texts]
 
     async def chat(self, messages: list[Message], options: ChatOptions = ChatOptions()) -> ChatResult:
         try:

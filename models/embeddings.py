@@ -114,6 +114,9 @@ class Embedder:
     async def embed_query(self, text: str) -> list[float]:
         return (await self._embed([text], role="query"))[0]
 
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._embed(list(texts), role="query")
+
     async def embed_passages(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> list[list[float]]:
         return await self._embed(list(texts), role="passage", progress=progress)
 

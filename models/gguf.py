@@ -86,9 +86,27 @@ def assemble(spec: GGUFSpec, target_dir: Path) -> Path:
     return target
 
 
+def _stamp(path: Path, spec: GGUFSpec) -> str:
+    """What we verified: the file's identity on disk and the hash it had then."""
+    info = path.stat()
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{spec.sha256}"
+
+
 def verify(spec: GGUFSpec, path: Path) -> None:
+    """Size, then sha256, hashed once: a stamp beside the file skips rehashing 491 MB on every start
+    while the file is the very one that was hashed (same size, mtime and inode)."""
     if path.stat().st_size != spec.size:
         raise ModelFileError(f"{path} has {path.stat().st_size} bytes, expected {spec.size}; delete it to rebuild")
+    stamp_file = path.with_name(path.name + ".verified")
+    try:
+        if stamp_file.read_text() == _stamp(path, spec):
+            return
+    except OSError:
+        pass
     actual = sha256_of(path)
     if actual != spec.sha256:
         raise ModelFileError(f"{path} has sha256 {actual}, expected {spec.sha256}; refusing to load it")
+    try:
+        stamp_file.write_text(_stamp(path, spec))
+    except OSError:  # a read-only models folder: verify again next time
+        pass

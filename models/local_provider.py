@@ -14,7 +14,10 @@ import asyncio
 import atexit
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections import deque
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import closing
+from dataclasses import dataclass
 from typing import Any
 
 import litellm
@@ -22,6 +25,7 @@ from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse
 
 from ragline.models.gguf import QWEN_CODER_05B, assemble
+from ragline.models.prompt_cache import PrefixCache
 from ragline.settings import get_settings
 
 PROVIDER = "ragline"
@@ -29,18 +33,33 @@ litellm.suppress_debug_info = True  # errors reach the user as one line of ours,
 _SAMPLING_KEYS = ("temperature", "top_p", "seed", "stop", "response_format")
 
 
+@dataclass(frozen=True)
+class CallStats:
+    """What one local chat call cost, from llama.cpp's own counters."""
+
+    prompt_tokens: int
+    cached_tokens: int  # restored from the prompt cache or still live: not evaluated again
+    prefill_s: float  # evaluating the uncached prompt tokens
+    first_token_s: float  # call start to the first generated token
+    completion_tokens: int
+    total_s: float
+
+
 class LocalChatEngine:
-    """One llama.cpp model per process, loaded on first use."""
+    """One llama.cpp model per process, loaded on first use, with its fixed-prefix KV cache."""
 
     def __init__(self) -> None:
         self._llm: Any = None
+        self._prompt_cache: PrefixCache | None = None
         self._load_lock = threading.Lock()
         self.generate_lock = threading.Lock()
+        self.recent_calls: deque[CallStats] = deque(maxlen=256)  # for benchmarks and /metrics
 
     def get(self) -> Any:
         with self._load_lock:
             if self._llm is None:
                 try:
+                    import llama_cpp
                     from llama_cpp import Llama
                 except ImportError as exc:  # the local extra is optional
                     raise CustomLLMError(
@@ -53,8 +72,12 @@ class LocalChatEngine:
                     model_path=str(path),
                     n_ctx=settings.local_chat_context,
                     n_threads=settings.local_chat_threads,
+                    n_batch=settings.local_chat_batch,
                     verbose=False,
                 )
+                if settings.local_prompt_cache:
+                    model_id = f"{QWEN_CODER_05B.sha256}:{llama_cpp.__version__}:{settings.local_chat_context}"
+                    self._prompt_cache = PrefixCache(self._llm, settings.data_dir / "cache" / "prompt-kv", model_id)
                 atexit.register(self.close)  # free before interpreter teardown, or llama.cpp's finaliser fails noisily
         return self._llm
 
@@ -63,6 +86,44 @@ class LocalChatEngine:
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+                self._prompt_cache = None
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Exact token counts (the vocabulary only: safe beside a running generation)."""
+        llm = self.get()
+        return [len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) for text in texts]
+
+    def generate(self, messages: list, kwargs: dict[str, Any], *, stream: bool) -> Generator[dict[str, Any], None, None]:
+        """Chat completion parts (one part when not streaming), holding the model for the whole call."""
+        import llama_cpp
+
+        llm = self.get()
+        with self.generate_lock:
+            started = time.perf_counter()
+            cached = self._prompt_cache.prime(messages) if self._prompt_cache else 0
+            llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+            first: float | None = None
+            parts = 0
+            try:
+                if not stream:
+                    result = llm.create_chat_completion(messages=messages, **kwargs)
+                    first, parts = time.perf_counter() - started, (result.get("usage") or {}).get("completion_tokens", 0)
+                    yield result
+                    return
+                for part in llm.create_chat_completion(messages=messages, stream=True, **kwargs):
+                    first = first if first is not None else time.perf_counter() - started
+                    parts += 1
+                    yield part
+            finally:
+                perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+                self.recent_calls.append(CallStats(
+                    prompt_tokens=cached + max(perf.n_p_eval, 0),
+                    cached_tokens=cached,
+                    prefill_s=perf.t_p_eval_ms / 1000,
+                    first_token_s=first or 0.0,
+                    completion_tokens=parts,
+                    total_s=time.perf_counter() - started,
+                ))
 
 
 class LocalEmbeddingEngine:
@@ -103,23 +164,25 @@ def _completion_kwargs(optional_params: dict) -> dict[str, Any]:
 
 
 def _stream_chunks(messages: list, optional_params: dict, stop: threading.Event) -> Iterator[GenericStreamingChunk]:
-    llm = CHAT_ENGINE.get()
-    with CHAT_ENGINE.generate_lock:
-        stream = llm.create_chat_completion(messages=messages, stream=True, **_completion_kwargs(optional_params))
-        for part in stream:
-            if stop.is_set():
-                break
-            choice = part["choices"][0]
-            text = choice.get("delta", {}).get("content") or ""
-            finish = choice.get("finish_reason")
-            yield GenericStreamingChunk(
-                text=text,
-                is_finished=finish is not None,
-                finish_reason=finish or "",
-                usage=None,
-                index=0,
-                tool_use=None,
-            )
+    with closing(CHAT_ENGINE.generate(messages, _completion_kwargs(optional_params), stream=True)) as parts:
+        yield from _generic_chunks(parts, stop)
+
+
+def _generic_chunks(parts: Iterator[dict[str, Any]], stop: threading.Event) -> Iterator[GenericStreamingChunk]:
+    for part in parts:
+        if stop.is_set():
+            break
+        choice = part["choices"][0]
+        text = choice.get("delta", {}).get("content") or ""
+        finish = choice.get("finish_reason")
+        yield GenericStreamingChunk(
+            text=text,
+            is_finished=finish is not None,
+            finish_reason=finish or "",
+            usage=None,
+            index=0,
+            tool_use=None,
+        )
 
 
 class LocalProvider(CustomLLM):
@@ -128,9 +191,7 @@ class LocalProvider(CustomLLM):
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         optional_params = kwargs.get("optional_params") or {}
         model_response: ModelResponse = kwargs["model_response"]
-        llm = CHAT_ENGINE.get()
-        with CHAT_ENGINE.generate_lock:
-            result = llm.create_chat_completion(messages=messages, **_completion_kwargs(optional_params))
+        (result,) = CHAT_ENGINE.generate(messages, _completion_kwargs(optional_params), stream=False)
         choice = result["choices"][0]
         model_response.choices[0].message.content = choice["message"].get("content") or ""  # type: ignore[union-attr]
         model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"

@@ -2,7 +2,9 @@
 
 Merge walks maps, so its order is arbitrary; this sorts by score, then document, chunk type,
 chunk index and id, and keeps rerank top-k. Entries rerank kept outside the top-k (kept_by)
-take no place and are appended after the cut.
+take no place and are appended after the cut. Then the answering model's context budget
+(generation/budget.py) cuts the list to the passages it can read quickly, so the references the
+client sees are the passages the model was given.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragline.generation.budget import context_budget, fit_budget
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.retrieval.types import SearchResult
+from ragline.services import services_of
 
 
 def deterministic_order(results: list[SearchResult]) -> list[SearchResult]:
@@ -30,4 +34,10 @@ async def filter_top_k(state: PipelineState, runtime: Runtime[RunContext]) -> di
     """Sort deterministically and keep rerank top-k of the merge (else rerank, else search) results."""
     request = state["request"]
     source = state.get("merge_results") or state.get("rerank_results") or state.get("search_results") or []
-    return {"merge_results": filter_results(list(source), request.rerank_top_k)}
+    kept = filter_results(list(source), request.rerank_top_k)
+    services = services_of(runtime)
+    client = services.chat(request.chat_model)
+    budget = context_budget(services.settings, local=client.is_local)
+    if budget and kept:
+        kept = await fit_budget(kept, budget, client.count_tokens)
+    return {"merge_results": kept}

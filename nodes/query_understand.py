@@ -2,7 +2,8 @@
 
 One model call with rewrite.yaml (or the request's rewrite prompts) returns JSON with the
 self-contained question, the intent and, for images, their description. A separate small model
-may do it, falling back to the chat model when it fails. For intents that need no retrieval the
+may do it, falling back to the chat model when it fails. A first-turn text question has nothing
+to rewrite: its intent comes from embedded exemplars (generation/intents.py), without a call. For intents that need no retrieval the
 system prompt is overridden from intent_prompts.yaml (applyIntentPromptOverride).
 """
 
@@ -20,6 +21,7 @@ from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, PipelineState, QueryIntent, needs_retrieval
 from ragline.models.chat import ChatModelError, ChatOptions, Message
+from ragline.models.embeddings import EmbeddingError
 from ragline.services import Services, services_of
 
 # Structured output where the provider supports it: small local models follow a schema reliably
@@ -86,6 +88,17 @@ def build_messages(state: PipelineState) -> list[Message]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+def needs_rewrite_call(state: PipelineState, services: Services) -> bool:
+    """Only a conversation, images or custom rewrite prompts need the model; a first-turn text question does not."""
+    request = state["request"]
+    return (
+        services.settings.first_turn_intent == "model"
+        or bool(state.get("history"))
+        or bool(request.images)
+        or bool(request.rewrite_prompt_system or request.rewrite_prompt_user)
+    )
+
+
 async def understand(state: PipelineState, services: Services) -> Understanding:
     request = state["request"]
     images = bool(request.images)
@@ -131,10 +144,19 @@ async def query_understand(state: PipelineState, runtime: Runtime[RunContext]) -
     request = state["request"]
     if not request.rewrite_enabled:
         return {"rewrite_query": request.query, "intent": ""}
-    try:
-        result = await understand(state, services_of(runtime))
-    except ChatModelError:
-        result = Understanding(request.query, "", "", parsed=False)
+    services = services_of(runtime)
+    result: Understanding | None = None
+    if not needs_rewrite_call(state, services):
+        try:
+            guess = await services.intents.classify(request.query, web_search=request.web_search_enabled)
+            result = Understanding(request.query, guess.intent)
+        except EmbeddingError:  # the embedder is down: the model can still classify
+            result = None
+    if result is None:
+        try:
+            result = await understand(state, services)
+        except ChatModelError:
+            result = Understanding(request.query, "", "", parsed=False)
     return {
         "rewrite_query": result.rewrite_query,
         "intent": result.intent,

@@ -102,3 +102,8 @@ def detect_language(text: str) -> str:
 
 def current_time() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def current_date() -> str:
+    """The day only: a system prompt that changes every minute could never be served from the prompt cache."""
+    return datetime.now(UTC).strftime("%Y-%m-%d")

@@ -72,25 +72,35 @@ _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 
 class TerminalPrinter:
     """Renders events: thinking dimmed, answer plain, citations as [n] with their sources listed
-    after the answer, errors on stderr."""
+    after the answer, errors on stderr. A source Ragline matched to a sentence the model left
+    uncited (`attributed="true"`) prints as [n~], and is listed as matched unless the model cited
+    it elsewhere."""
 
     def __init__(self, out: TextIO, err: TextIO, color: bool) -> None:
         self.out, self.err, self.color = out, err, color
         self._in_thinking = False
         self.failed = False
         self.cited: dict[str, str] = {}  # chunk id or url -> label shown under the answer
+        self.model_cited: set[str] = set()  # ...of which the model itself cited these
 
     def _footnote(self, match: re.Match[str]) -> str:
         attributes = dict(_ATTRIBUTE.findall(match.group(2)))
         key = attributes.get("chunk_id") or attributes.get("url") or match.group(0)
         if key not in self.cited:
             self.cited[key] = attributes.get("title") or attributes.get("url") or key
-        return f"[{list(self.cited).index(key) + 1}]"
+        number = list(self.cited).index(key) + 1
+        if attributes.get("attributed") == "true":
+            return f"[{number}~]"
+        self.model_cited.add(key)
+        return f"[{number}]"
 
     def _sources(self) -> str:
         if not self.cited:
             return ""
-        return "\n" + "\n".join(f"[{n}] {label}" for n, label in enumerate(self.cited.values(), start=1))
+        return "\n" + "\n".join(
+            f"[{n}] {label}" + ("" if key in self.model_cited else " (matched by Ragline, not cited by the model)")
+            for n, (key, label) in enumerate(self.cited.items(), start=1)
+        )
 
     def __call__(self, event: StreamResponse) -> None:
         kind = event.response_type

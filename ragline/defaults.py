@@ -47,10 +47,25 @@ HISTORY_FETCH_SLACK = 10  # messages fetched beyond max_rounds*2 to survive unpa
 # --- query understanding (query_understand.go) ---
 QUERY_UNDERSTAND_MAX_TOKENS = 512  # rewrite + intent JSON is short
 QUERY_UNDERSTAND_IMAGE_MAX_TOKENS = 2048  # image rounds must fit the full OCR text
+INTENT_EXEMPLAR_MARGIN = 0.03  # small talk must beat every question exemplar by this much (e5 scores bunch up)
+INTENT_EXEMPLAR_MIN_SCORE = 0.85  # ...and be this close to a small-talk exemplar; below, the question is searched
 REWRITE_HISTORY_ANSWER_CHARS = 600  # enough of an earlier answer to resolve references to it
 
 # --- generation (chat_completion_stream.go) ---
 TRUNCATION_FINISH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+# --- attribution (ours: citations for answers whose model wrote no ref tags; citations/attribution.py) ---
+# Measured on 50 answer sentences (real local-model answers over the sample KB, plus written ones over
+# the sample KB and three XQuAD paragraphs) against 180 sentence/passage pairs, with multilingual-e5-small:
+# supported sentences score 0.60-0.96 on their passage; unsupported ones at most 0.52 (one hallucination
+# made of a passage's own words reaches 0.82: no lexical measure can catch that one).
+ATTRIBUTION_MIN_SCORE = 0.56  # midway in that gap: 0.52 also tags "Pairing fails beyond fifty metres", 0.60 drops a paraphrase
+ATTRIBUTION_LEXICAL_WEIGHT = 0.8  # score = 0.8 * share of the sentence's content tokens in the passage + 0.2 * similarity...
+ATTRIBUTION_SIMILARITY_FLOOR = 0.75  # ...with the e5 cosine mapped from [0.75, 0.95] onto [0, 1]: e5 scores unrelated
+ATTRIBUTION_SIMILARITY_CEILING = 0.95  # text ~0.75 and a passage's own sentence ~0.9; weights 0.5-0.7 missed 1-6 more sentences
+ATTRIBUTION_MARGIN = 0.05  # a second passage is cited only this close to the best (without it, 4 of 28 got a wrong extra one)
+ATTRIBUTION_MAX_PASSAGES = 2  # sources per sentence at most: more is noise in a footnote
+ATTRIBUTION_MIN_CONTENT_TOKENS = 4  # shorter sentences ("I hope this helps.", "1.5 meters") match anything or nothing
 
 # --- rerank (rerank.go) ---
 RERANK_FALLBACK_MIN_SCORE = 0.15  # top-1 kept as a fallback when everything is below threshold
@@ -147,6 +162,8 @@ MEMORY_MIN_SCORE = 0.78  # similarity a memory needs to be recalled (multilingua
 MEMORY_SCAN_LIMIT = 10_000  # memories read per caller for ranking; far above what one person accrues
 
 # --- local model (llama.cpp) ---
+LOCAL_CONTEXT_TOKEN_BUDGET = 400  # passage tokens per answer of the local model: ~2 paragraphs, ~5 s of prefill on 2 cores
+LOCAL_CHAT_BATCH = 512  # llama.cpp's default batch; measured against 128 and 256 in the closing note of issue 11
 LOCAL_CHAT_CONTEXT = 4096  # tokens: room for the system prompt, 5 contexts and the answer of a 0.5B model
 
 # --- merge (merge*.go) ---

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
     from ragline.entities.store import GraphStore
+    from ragline.generation.intents import ExemplarIntents
     from ragline.ingestion.service import IngestionService
     from ragline.memory.service import MemoryService
     from ragline.models.chat import ChatClient
@@ -137,6 +138,13 @@ class Services:
         return self._once("ingestion", lambda: IngestionService(self.retrieval, graph_store=lambda: self.graph_store, chat=self.chat()))
 
     # --- models ---
+
+    @property
+    def intents(self) -> ExemplarIntents:
+        """First-turn intent from embedded exemplars (no generation call)."""
+        from ragline.generation.intents import ExemplarIntents
+
+        return self._once("intents", lambda: ExemplarIntents(self.embedder))
 
     def chat(self, model: str | None = None) -> ChatClient:
         """A client for `model`, else the configured chat model. The configured base URL and key

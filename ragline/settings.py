@@ -53,6 +53,8 @@ class Settings(BaseSettings, RetrievalFields):
     chat_model: str = Field(LOCAL_CHAT_MODEL, description="litellm model string for answers, e.g. openai/gpt-4o-mini, ollama/qwen2.5.")
     chat_api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible server for the chat model.")
     chat_api_key: str | None = Field(None, description="API key for the chat model (else the provider's own env var).")
+    context_token_budget: int | None = Field(None, ge=0, description="Tokens of retrieved passages one answer may carry (0: no limit). Default: a small budget for the local model, none for remote models.")
+    first_turn_intent: Literal["exemplars", "model"] = Field("exemplars", description="How a first-turn text question's intent is found: embedded exemplars (no model call; nothing to rewrite) or the rewrite call.")
     query_understand_model: str | None = Field(None, description="Optional small model for rewrite + intent; falls back to the chat model.")
 
     embedding_model: str = Field(LOCAL_EMBEDDING_MODEL, description="litellm model string for embeddings.")
@@ -66,6 +68,8 @@ class Settings(BaseSettings, RetrievalFields):
 
     local_chat_context: int = Field(defaults.LOCAL_CHAT_CONTEXT, ge=512, description="Context window of the local llama.cpp model.")
     local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: all cores).")
+    local_chat_batch: int = Field(defaults.LOCAL_CHAT_BATCH, ge=8, description="Prompt tokens llama.cpp evaluates per batch.")
+    local_prompt_cache: bool = Field(True, description="Keep the KV state of fixed prompt prefixes (system prompt, citation protocol), in memory and under data_dir/cache.")
 
     # web search + web_fetch (ragline.web)
     web_search_provider: str = Field("duckduckgo", description="Web search provider: duckduckgo (HTML, no key) or searxng (JSON).")

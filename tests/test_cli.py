@@ -65,3 +65,23 @@ def test_citations_print_as_footnotes_with_their_sources():
     printer(events.answer(turn, 'Pairing takes three minutes <kb chunk_id="c9" title="setup"/>.'))
     printer(events.complete(turn))
     assert out.getvalue() == "Pairing takes three minutes [1].\n[1] setup\n"
+
+
+def test_a_matched_source_prints_as_a_marked_footnote_and_is_listed_as_matched():
+    import io
+
+    from ragline.cli import TerminalPrinter
+    from ragline.graph import events
+    from ragline.graph.state import TurnIds
+
+    out = io.StringIO()
+    printer = TerminalPrinter(out, io.StringIO(), color=False)
+    turn = TurnIds("s", "r", "u", "a")
+    printer(events.answer(turn, 'Pairing takes three minutes <kb chunk_id="c9" title="setup"/>. Hold the button.'))
+    printer(events.answer(turn, '<kb chunk_id="c9" title="setup" attributed="true"/> Two years.'))
+    printer(events.answer(turn, '<kb chunk_id="w2" title="warranty" attributed="true"/>'))
+    printer(events.complete(turn))
+    assert out.getvalue() == (
+        "Pairing takes three minutes [1]. Hold the button.[1~] Two years.[2~]\n"
+        "[1] setup\n[2] warranty (matched by Ragline, not cited by the model)\n"
+    )

@@ -9,6 +9,7 @@
 
 // `<kb chunk_id="..." knowledge_id="..." title="..."/>` and `<web url="..." title="..."/>`, as
 // citations/tags.py writes them: lower-case names, double-quoted values without < > or ".
+// `attributed="true"` marks a source Ragline matched to the sentence, not one the model cited.
 // Spaces before a tag go with it: the superscript sits right after the claim's last word.
 const CITATION_TAG = /[ \t]*<(kb|web)((?:\s+[a-z_]+="[^"<>]*")*)\s*\/>/g;
 const CITATION_ATTR = /([a-z_]+)="([^"<>]*)"/g;
@@ -50,23 +51,32 @@ function citationOf(kind, attributes) {
 }
 
 // Replace citation tags with placeholders; the same source cited twice keeps its first number.
+// A placeholder of a matched (attributed) occurrence carries an "m"; a citation counts as matched
+// only while the model cited it nowhere in the answer.
 function liftCitations(text, citations) {
   return text.replace(CITATION_TAG, (tag, kind, rest) => {
-    const citation = citationOf(kind, attributesOf(rest));
+    const attributes = attributesOf(rest);
+    const citation = citationOf(kind, attributes);
     if (!citation) return ""; // a citation tag naming nothing: nothing to show
+    const matched = attributes.attributed === "true";
     let index = citations.findIndex((c) => c.key === citation.key);
-    if (index < 0) index = citations.push(citation) - 1;
-    return `${CITE_OPEN}${index}${CITE_CLOSE}`;
+    if (index < 0) index = citations.push({ ...citation, attributed: matched }) - 1;
+    else if (!matched) citations[index].attributed = false;
+    return `${CITE_OPEN}${matched ? "m" : ""}${index}${CITE_CLOSE}`;
   });
 }
 
+export const MATCHED_NOTE = "matched by Ragline, not cited by the model";
+
 function citationButtons(html, citations) {
-  const pattern = new RegExp(`${CITE_OPEN}(\\d+)${CITE_CLOSE}`, "g");
-  return html.replace(pattern, (_, index) => {
+  const pattern = new RegExp(`${CITE_OPEN}(m?)(\\d+)${CITE_CLOSE}`, "g");
+  return html.replace(pattern, (_, matched, index) => {
     const citation = citations[Number(index)];
     const number = Number(index) + 1;
-    const label = escapeHtml(citation.title ? `Source ${number}: ${citation.title}` : `Source ${number}`);
-    return `<sup class="cite"><button type="button" data-cite="${number}" title="${label}" aria-label="${label}">${number}</button></sup>`;
+    const source = citation.title ? `Source ${number}: ${citation.title}` : `Source ${number}`;
+    const label = escapeHtml(matched ? `${source} (${MATCHED_NOTE})` : source);
+    const kind = matched ? ' class="attributed"' : "";
+    return `<sup class="cite"><button type="button"${kind} data-cite="${number}" title="${label}" aria-label="${label}">${number}</button></sup>`;
   });
 }
 

@@ -3,6 +3,7 @@
 // markup.
 
 import { element } from "./dom.js";
+import { MATCHED_NOTE } from "./markdown.js";
 
 // The same identity markdown.js gives a citation: chunk for a passage, address for a web page.
 function keyOf(reference) {
@@ -25,9 +26,10 @@ export class ReferencePanel {
     this.turn = turn;
     const cited = new Map(turn.citations.map((citation, index) => [citation.key, index + 1]));
     const cards = turn.references.map((reference) => ({ reference, number: cited.get(keyOf(reference)) }));
+    for (const card of cards) card.matched = Boolean(card.number && turn.citations[card.number - 1].attributed);
     // A citation whose passage is not among the references (an older message) still gets a card.
     for (const [key, number] of cited) {
-      if (!cards.some((card) => card.number === number)) cards.push({ reference: null, number, citation: turn.citations[number - 1], key });
+      if (!cards.some((card) => card.number === number)) cards.push({ reference: null, number, citation: turn.citations[number - 1], key, matched: Boolean(turn.citations[number - 1].attributed) });
     }
     cards.sort((a, b) => (a.number ?? Infinity) - (b.number ?? Infinity));
     this.list.replaceChildren(...cards.map((card) => this.card(card)));
@@ -53,13 +55,15 @@ export class ReferencePanel {
     this.caption.textContent = "";
   }
 
-  card({ reference, number, citation }) {
+  card({ reference, number, citation, matched }) {
     const item = element("li", "ref");
     if (number) item.dataset.number = String(number);
     const header = element("button", "ref-header");
     header.type = "button";
     header.setAttribute("aria-expanded", "false");
-    header.append(element("span", number ? "ref-number" : "ref-number uncited", number ? String(number) : "·"));
+    const badge = element("span", number ? (matched ? "ref-number matched" : "ref-number") : "ref-number uncited", number ? String(number) : "·");
+    if (matched) badge.title = `Source ${number}: ${MATCHED_NOTE}`;
+    header.append(badge);
     const title = reference ? reference.title || (reference.source === "web_search" ? reference.url : "Untitled passage") : citation.title || "Cited source";
     header.append(element("span", "ref-title", title));
     if (reference) header.append(element("span", "ref-meta", meta(reference)));

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragline import defaults
+from ragline.commands.answer_eval import DEFAULT_TOLERANCE
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.types import (
@@ -254,6 +255,10 @@ async def evaluate(args: argparse.Namespace, services: Services) -> int:
     if not data_dir.is_dir():
         raise RetrievalError(f"{data_dir} is not a directory")
     bar = ProgressBar("")
+    if args.answers:
+        from ragline.commands.answer_eval import evaluate_answers
+
+        return await evaluate_answers(args, services, bar)
     try:
         report = await run_eval(data_dir, services.embedder, config=RetrievalConfig.from_settings(services.settings), max_queries=args.max_queries,
                                 chunk_size=args.chunk_size, progress=lambda s, d, t: bar.update(d, t, s))
@@ -261,8 +266,8 @@ async def evaluate(args: argparse.Namespace, services: Services) -> int:
         bar.close()
     print(f"{report.name}: {report.documents} documents, {report.queries} queries")
     print(metric_table(report.metrics))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"name": report.name, "metrics": report.metrics}, indent=2))
+    if args.output:
+        Path(args.output).write_text(json.dumps({"name": report.name, "metrics": report.metrics}, indent=2))
     return 0
 
 
@@ -323,9 +328,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     find.add_argument("--no-thresholds", action="store_true", help="keep hits below the recall thresholds")
     find.set_defaults(func=_guarded(search))
 
-    ev = subparsers.add_parser("eval", help="score retrieval on a BEIR-layout folder")
+    ev = subparsers.add_parser("eval", help="score retrieval (or, with --answers, whole answers) on a BEIR-layout folder")
     ev.add_argument("data_dir")
-    ev.add_argument("--max-queries", type=int, default=None)
+    ev.add_argument("--max-queries", "--limit", dest="max_queries", type=int, default=None,
+                    help="questions to use (retrieval: the first N, default all; --answers: N sampled with --seed, default 20)")
     ev.add_argument("--chunk-size", type=int, default=0, help="0 = one chunk per document (BEIR judges documents)")
-    ev.add_argument("--json", default=None, help="also write the metrics to this file")
+    ev.add_argument("--json", "--output", dest="output", default=None,
+                    help="write the report here (retrieval: only when given; --answers: default ./answers-eval-NAME.json)")
+    qa = ev.add_argument_group("answer evaluation (needs answers.jsonl)")
+    qa.add_argument("--answers", action="store_true", help="ask sampled questions through the whole graph and score the answers")
+    qa.add_argument("--seed", type=int, default=0, help="sampling seed: the same seed picks the same questions")
+    qa.add_argument("--short-answers", action="store_true", help='system prompt "reply with the shortest exact phrase from the sources"')
+    qa.add_argument("--abstention", action="store_true",
+                    help="ask the questions again without their gold paragraphs and report how many end in the fallback (doubles the run)")
+    qa.add_argument("--baseline", default=None, metavar="REPORT", help="compare with an earlier report; exit 3 when a quality metric drops")
+    qa.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help=f"drop allowed by --baseline before failing (default {DEFAULT_TOLERANCE})")
     ev.set_defaults(func=_guarded(evaluate))

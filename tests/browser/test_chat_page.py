@@ -1,5 +1,5 @@
 """The chat page in headless Chromium against `ragline serve --sample` with a scripted model: a
-cited answer streams in, stop keeps the partial answer, a reload or a dropped connection resumes
+cited answer streams in (an uncited sentence with a matched source), stop keeps the partial answer, a reload or a dropped connection resumes
 the stream, uploads show progress, sessions are managed, errors are shown in words, and model
 markup is shown as text, never run."""
 
@@ -21,9 +21,10 @@ CITED_ANSWER = (
     'Pairing takes **up to three minutes** <ref id="c1"/>. Insert the batteries in the outdoor sensor first, '
     "then plug in the console and hold its SENSOR button for three seconds."
 )
+# The second sentence has no ref: Ragline matches it to the same passage, shown as a dashed chip.
 SHOWN_ANSWER = (
     "Pairing takes up to three minutes1. Insert the batteries in the outdoor sensor first, "
-    "then plug in the console and hold its SENSOR button for three seconds."
+    "then plug in the console and hold its SENSOR button for three seconds.1"
 )
 LONG = [f"word{i} " for i in range(300)]  # 15 s at 50 ms a chunk: always stopped or cut well before the end
 WORDS = " ".join(f"w{i}" for i in range(60))  # 3 s at 50 ms a chunk
@@ -119,6 +120,10 @@ def test_an_answer_streams_in_with_progress_windows_and_a_citation_that_opens_it
     assert len(partial) < len(SHOWN_ANSWER)
     assert " ".join(answer_text(page).split()) == SHOWN_ANSWER
     assert last_answer(page).locator("strong").inner_text() == "up to three minutes"  # Markdown rendered
+    chips = last_answer(page).locator("sup.cite button")
+    assert chips.nth(0).get_attribute("class") is None  # cited by the model
+    assert chips.nth(1).get_attribute("class") == "attributed"  # matched by Ragline, and titled so
+    assert "matched by Ragline, not cited by the model" in chips.nth(1).get_attribute("title")
     thinking = last_answer(page).locator("details.thinking")
     assert thinking.is_visible() and thinking.get_attribute("open") is None  # shown folded
     assert thinking.locator("summary").inner_text() == "Thought"

@@ -134,3 +134,24 @@ def test_protocol_is_added_as_a_text_part_to_a_multimodal_system_prompt():
     prepared = Registry().prepare_messages([system, HumanMessage(content="q")])
     assert prepared[0].content == [{"type": "text", "text": "S"}, {"type": "text", "text": protocol_prompt(True)}]
     assert len(prepared) == 2
+
+
+def test_attribution_finds_the_alias_of_a_given_result_and_tags_only_this_answers_evidence(registry, results, expected_tags):
+    assert [registry.citable_alias(r) for r in results] == ["c1", "c2", "c3", "w1"]
+    assert registry.attributed_tag("c2") == expected_tags["c2"].replace("/>", ' attributed="true"/>')
+    assert registry.attributed_tag("w1") == expected_tags["w1"].replace("/>", ' attributed="true"/>')
+    assert registry.attributed_tag("c9") == registry.attributed_tag("d1") == ""
+
+
+def test_a_result_seen_only_in_history_or_never_registered_has_no_alias_to_attribute(results, ids):
+    registry = Registry()
+    history = [AIMessage(content=f'Before <kb chunk_id="{ids.guide_chunk}" title="Install guide"/>.')]
+    registry.encode_messages(history)  # the guide is now addressable (c1), but not evidence
+    assert registry.citable_alias(results[0]) == "" and registry.attributed_tag("c1") == ""
+    assert registry.citable_alias(results[1]) == ""  # never registered at all
+
+
+def test_with_citations_off_nothing_is_attributed(results):
+    registry = Registry(citations_enabled=False)
+    registry.render_context(results)
+    assert registry.citable_alias(results[0]) == "c1" and registry.attributed_tag("c1") == ""

@@ -48,6 +48,18 @@ def test_web_tag_carries_url_and_title():
     )
 
 
+def test_an_attributed_tag_is_the_same_tag_marked_as_matched():
+    ref = ChunkRef(chunk_id="ch-1", title="Guide")
+    assert kb_tag(ref, attributed=True) == '<kb chunk_id="ch-1" title="Guide" attributed="true"/>'
+    assert web_tag(WebRef(url="https://a.test", title="A"), attributed=True) == '<web url="https://a.test" title="A" attributed="true"/>'
+    assert tag_attributes(kb_tag(ref, attributed=True))["attributed"] == "true"
+
+
+def test_a_replayed_attributed_tag_folds_back_into_a_ref_like_any_other():
+    text = 'Yes.<kb chunk_id="ch-1" title="Guide" attributed="true"/>'
+    assert compact_public_tags(text, lambda ref: "c1", lambda url, title: "") == 'Yes.<ref id="c1"/>'
+
+
 def test_replayed_public_tags_fold_back_into_refs():
     registered: list[ChunkRef] = []
 

@@ -1,9 +1,19 @@
-"""Truncation detection of a finished answer (seed: chat_completion_stream.go)."""
+"""Truncation detection of a finished answer (seed: chat_completion_stream.go), and the cited
+answer of the generation stage: model refs expanded, uncited sentences attributed, streamed or not."""
+
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragline.generation.answer import is_truncation
+from ragline.generation.answer import answer_turn, is_truncation
+from ragline.graph.context import RunContext
+from ragline.graph.events import ResponseType
+from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnIds
+from ragline.services import Services
+from tests.nodes.results import hit
+from tests.scripted_model import Reply
 
 TRUNCATION_REASONS = ["length", "max_tokens", "max_output_tokens"]
 
@@ -30,3 +40,38 @@ def test_any_casing_of_a_truncation_reason_is_truncation(reason, data):
 @given(st.text(max_size=20))
 def test_any_other_reason_is_not_truncation(reason):
     assert is_truncation(reason) == (reason.lower() in TRUNCATION_REASONS)
+
+
+# --- attribution in the generation stage ---
+
+SETUP = hit("setup-chunk", "Pairing takes up to three minutes. The console keeps the pairing after a power cut.",
+            knowledge_id="setup-doc", knowledge_title="setup")
+WARRANTY = hit("warranty-chunk", "Northwind Instruments gives a two-year warranty on the Aurora console and outdoor "
+               "sensor from the date of purchase. Batteries and damage from lightning are not covered.",
+               knowledge_id="warranty-doc", knowledge_title="warranty")
+SECRET = hit("secret-chunk", "The service code of the console resets after ten failed attempts.", knowledge_id="secret-doc")
+
+
+async def _answer(embedder, *, stream: bool) -> tuple[str, str]:
+    """The streamed answer text (all answer events) and the stored response of one generation stage."""
+    sent: list = []
+    services = Services(embedder_factory=lambda: embedder)
+    state = {"request": PipelineRequest(query="How long does pairing take?"), "turn": TurnIds("s", "r", "u", "a"),
+             "merge_results": [SETUP, WARRANTY]}
+    update = await answer_turn(state, services.chat(), RunContext(services=services, event_sink=sent.append), stream=stream)
+    return "".join(e.content for e in sent if e.response_type == ResponseType.ANSWER), update["chat_response"].content
+
+
+async def test_uncited_sentences_are_attributed_and_the_streamed_answer_equals_the_one_call_answer(scripted_model, embedder):
+    scripted_model.on(lambda body: True, Reply.text(
+        'Pairing takes up to three minutes <ref id="c1"/>. The warranty lasts two years from the date of purchase. '
+        f'It is like <kb chunk_id="{SECRET.id}"/> {SECRET.content} I hope this helps.'
+    ))
+    streamed, stored = await _answer(embedder, stream=True)
+    whole, stored_whole = await _answer(embedder, stream=False)
+    assert streamed == stored == whole == stored_whole
+    tags = re.findall(r"<kb [^>]*/>", whole)
+    assert [re.search(r'chunk_id="([^"]+)"', t).group(1) for t in tags] == ["setup-chunk", "warranty-chunk"]
+    assert 'attributed="true"' not in tags[0]  # the model's own citation, as the decoder expanded it
+    assert whole.startswith("Pairing takes up to three minutes <kb ")
+    assert f'from the date of purchase.{tags[1]} It is like ' in whole and tags[1].endswith(' attributed="true"/>')

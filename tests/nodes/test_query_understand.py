@@ -12,6 +12,15 @@ from tests.nodes.helpers import node_runtime
 from tests.scripted_model import Reply
 
 
+@pytest.fixture(autouse=True)
+def rewrite_call_on_every_turn(monkeypatch):
+    """These tests are about the rewrite call; first turns without it are in tests/generation/test_intents.py."""
+    monkeypatch.setenv("RAGLINE_FIRST_TURN_INTENT", "model")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
 def _state(request, history=()):
     return {"request": request, "turn": TurnIds("s", "r", "u", "a"), "history": list(history)}
 
@@ -32,7 +41,8 @@ async def test_rewrite_disabled_keeps_the_query_without_a_model_call(scripted_mo
 
 async def test_model_failure_keeps_the_original_query_and_empty_intent(scripted_model):
     scripted_model.on(lambda b: True, Reply(status=400, error="down"))
-    update = await query_understand(_state(PipelineRequest(query="original")), node_runtime())
+    history = [HistoryTurn("r0", "earlier question", "earlier answer")]  # a follow-up needs the model
+    update = await query_understand(_state(PipelineRequest(query="original"), history), node_runtime())
     assert (update["rewrite_query"], update["intent"]) == ("original", "")
 
 

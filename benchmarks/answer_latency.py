@@ -1,0 +1,173 @@
+"""Where the time of one answer goes, on the embedded default (local model, sample knowledge base).
+
+    python benchmarks/answer_latency.py [--runs 2] [--no-prompt-cache]
+
+Asks the questions below through the full `ragline` graph, as `ragline ask --sample` does, after
+one warm-up question. From the events' arrival times it reports p50/p95 of query understanding,
+search and merge, the first answer token and the complete answer; from llama.cpp's counters the
+answer prompt's tokens (and how many came from the prompt cache). Beside them it replays each
+very same answer prompt on the bare model: the raw time to the first token for the uncached
+tokens, for the whole prompt, and the decode rate. So the pipeline's own overhead shows as a
+ratio. Medians are quoted because these machines are noisy; nothing here is pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+QUESTIONS = [
+    "What battery does the outdoor sensor use and how long does it last?",
+    "How long does pairing the Aurora sensor take?",
+    "How often does the sensor send readings to the console?",
+    "Why does the console show dashes instead of outdoor readings?",
+    "How high above the ground should the sensor mast be mounted?",
+    "Which Wi-Fi networks does the console support?",
+    "What does a fall of more than 3 hPa in three hours mean?",
+    "How do I reset the rainfall total?",
+]
+
+
+@dataclass
+class Turn:
+    started: float
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str) -> None:
+        self.marks.setdefault(name, time.perf_counter() - self.started)
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+async def ask(graph: Any, services: Any, kb_id: str, question: str) -> Turn:
+    from ragline.graph.context import RunContext
+    from ragline.graph.events import ResponseType
+    from ragline.graph.request import PipelineRequest
+    from ragline.graph.turn import stream_turn
+
+    request = PipelineRequest(query=question, knowledge_base_ids=(kb_id,))
+    context = RunContext(session_id=str(uuid.uuid4()), services=services)
+    turn = Turn(time.perf_counter())
+    async for event in stream_turn(graph, request, context):
+        kind, window = event.response_type, (event.data or {}).get("tool_name") or (event.data or {}).get("window")
+        if kind in (ResponseType.TOOL_CALL, ResponseType.TOOL_RESULT) and window:
+            turn.mark(f"{window}:{'open' if kind == ResponseType.TOOL_CALL else 'close'}")
+        elif kind == ResponseType.ANSWER and event.content:
+            turn.mark("first_token")
+        elif kind == ResponseType.COMPLETE:
+            turn.mark("complete")
+    return turn
+
+
+def raw_timings(messages: list[dict], decode_tokens: int = 32) -> tuple[float, float, float, int, int]:
+    """(first token of the uncached tail, first token of the whole prompt, decode tokens/s, prompt tokens, cached)."""
+    from ragline.models.local_provider import CHAT_ENGINE
+    from ragline.models.prompt_cache import PrefixCache, _formatter, _tokens
+
+    llm = CHAT_ENGINE.get()
+    with CHAT_ENGINE.generate_lock:
+        tokens = _tokens(llm, _formatter(llm), messages)
+        cache = PrefixCache(llm, None, "raw")
+        cached = cache.prime(messages)
+        started = time.perf_counter()
+        llm.eval(tokens[cached:])
+        token = llm.sample(temp=0)
+        tail = time.perf_counter() - started
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        started = time.perf_counter()
+        llm.eval(tokens)
+        token = llm.sample(temp=0)
+        whole = time.perf_counter() - started
+        started = time.perf_counter()
+        for _ in range(decode_tokens):
+            llm.eval([token])
+            token = llm.sample(temp=0)
+        rate = decode_tokens / (time.perf_counter() - started)
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+    return tail, whole, rate, len(tokens), cached
+
+
+async def main(runs: int) -> None:
+    from ragline.checkpoints.savers import memory_saver
+    from ragline.graph.graphs import build_graph
+    from ragline.ingestion.sample import ensure_sample_kb
+    from ragline.models.local_provider import CHAT_ENGINE
+    from ragline.services import Services
+
+    services = Services.from_settings()
+    stack = await asyncio.to_thread(lambda: services.retrieval)
+    kb_id = (await ensure_sample_kb(stack)).id
+    graph = build_graph("ragline", checkpointer=memory_saver())
+    captured: list[list[dict]] = []
+    generate = CHAT_ENGINE.generate
+
+    def recording(messages: list, kwargs: dict, *, stream: bool) -> Any:
+        captured.append(messages)
+        return generate(messages, kwargs, stream=stream)
+
+    CHAT_ENGINE.generate = recording  # type: ignore[method-assign]
+    await ask(graph, services, kb_id, "What does the Aurora measure?")  # warm-up: model, embedder, index
+    rows: list[dict[str, float]] = []
+    for _ in range(runs):
+        for question in QUESTIONS:
+            captured.clear()
+            turn = await ask(graph, services, kb_id, question)
+            stats = CHAT_ENGINE.recent_calls[-1]
+            tail, whole, rate, tokens, cached = raw_timings(captured[-1])
+            marks = turn.marks
+            rows.append({
+                "understand": marks.get("query_understand:close", 0) - marks.get("query_understand:open", 0),
+                "search": marks.get("knowledge_search:close", 0) - marks.get("knowledge_search:open", 0),
+                "first_token": marks.get("first_token", float("nan")),
+                "complete": marks.get("complete", float("nan")),
+                "model_calls": len(captured),
+                "prompt_tokens": stats.prompt_tokens,
+                "cached_tokens": stats.cached_tokens,
+                "raw_tail": tail,
+                "raw_whole": whole,
+                "raw_decode": rate,
+                "prefill_rate": (tokens - cached) / tail if tail else float("nan"),
+            })
+    await services.aclose()
+    print(f"{len(rows)} answers ({runs} x {len(QUESTIONS)} questions), sample KB, local model, "
+          f"threads={os.environ.get('RAGLINE_LOCAL_CHAT_THREADS', 'all')}, "
+          f"prompt cache {'on' if services.settings.local_prompt_cache else 'off'}")
+    print(f"{'measure':34} {'p50':>8} {'p95':>8}")
+    for key, label in [
+        ("understand", "query understanding s"),
+        ("search", "search + merge s"),
+        ("first_token", "first answer token s"),
+        ("complete", "complete answer s"),
+        ("model_calls", "model calls per answer"),
+        ("prompt_tokens", "answer prompt tokens"),
+        ("cached_tokens", "...of them from the prompt cache"),
+        ("raw_tail", "raw: first token, uncached part s"),
+        ("raw_whole", "raw: first token, whole prompt s"),
+        ("raw_decode", "raw: decode tokens/s"),
+        ("prefill_rate", "raw: prefill tokens/s"),
+    ]:
+        values = [row[key] for row in rows]
+        print(f"{label:34} {statistics.median(values):8.2f} {_percentile(values, 0.95):8.2f}")
+    ratio = statistics.median(row["first_token"] / row["raw_tail"] for row in rows)
+    print(f"{'first token / raw uncached (ratio)':34} {ratio:8.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--no-prompt-cache", action="store_true", help="evaluate every prompt in full")
+    arguments = parser.parse_args()
+    if arguments.no_prompt_cache:
+        os.environ["RAGLINE_LOCAL_PROMPT_CACHE"] = "false"
+    asyncio.run(main(arguments.runs))

@@ -1,0 +1,221 @@
+"""Citations for answers whose model wrote none: each sentence matched to the passages it uses.
+
+Ours, not the seed's. Small local models (the 0.5B default) answer from the contexts but rarely
+write `<ref id="cN"/>`, so their answers would show no sources. Attribution tags each sentence
+of such an answer with the passages that support it, as the same public tag a ref expands to,
+marked `attributed="true"` so the page and the CLI can tell a match from a citation.
+
+Evidence is lexical overlap (the share of the sentence's content tokens, BM25's tokenizer:
+stemmed words, jieba for Chinese) plus the embedding similarity of sentence and passage, with
+the weights and thresholds in `ragline.defaults` (measured there). At most
+`ATTRIBUTION_MAX_PASSAGES` per sentence, and only passages close to the best one.
+
+Rules:
+
+* Only this answer's evidence is cited: the passages given to the model, each under the alias
+  the registry gave it (`Registry.citable_alias`), and the tag comes from the registry's own
+  gate (`Registry.attributed_tag`). Nothing in the answer text names a source: ids or tags the
+  model writes never choose one.
+* Mixed answers, per sentence: a sentence that already carries a citation of the model (a
+  public tag after decoding, also when written after its period) is left as it is; sentences
+  without one are attributed. Model-written refs go through the decoder exactly as before.
+* Too little to match is not attributed: sentences under `ATTRIBUTION_MIN_CONTENT_TOKENS`
+  content tokens, code blocks, table rows.
+* Streaming: text passes through as it arrives (held back only at a possible sentence end, see
+  `ragline.citations.sentences`); a sentence's tags follow it as soon as it is known to have
+  ended, the last one at `finish`. The one-shot `attribute_text` runs the same code, so a
+  streamed answer ends as the same text. If the embedder fails, the rest of the answer goes
+  out unattributed (attribution decorates an answer; it never fails one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from ragline import defaults
+from ragline.citations.sentences import PUBLIC_TAG, sentence_ends
+from ragline.citations.sources import SourceChunk
+from ragline.retrieval.tokenizer import tokenize
+
+if TYPE_CHECKING:
+    from ragline.citations.registry import Registry
+
+log = logging.getLogger(__name__)
+
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
+
+
+class TextEmbedder(Protocol):
+    """What attribution needs of `ragline.models.embeddings.Embedder`."""
+
+    async def embed_query(self, text: str) -> list[float]: ...
+
+    async def embed_passages(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One passage the model was given, under its answer-local alias."""
+
+    alias: str
+    text: str
+
+
+def content_tokens(text: str) -> frozenset[str]:
+    """The words that carry meaning: citation tags, list markers and stop words left out."""
+    return frozenset(tokenize(_LIST_MARKER.sub("", PUBLIC_TAG.sub(" ", text))))
+
+
+def evidence_score(lexical: float, similarity: float) -> float:
+    """Lexical share and e5 cosine combined into one score in [0, 1] (see ragline.defaults)."""
+    floor, ceiling = defaults.ATTRIBUTION_SIMILARITY_FLOOR, defaults.ATTRIBUTION_SIMILARITY_CEILING
+    scaled = min(1.0, max(0.0, (similarity - floor) / (ceiling - floor)))
+    weight = defaults.ATTRIBUTION_LEXICAL_WEIGHT
+    return weight * lexical + (1.0 - weight) * scaled
+
+
+class Attributor:
+    """Matches sentences to one answer's passages; passage vectors are computed once, on first need."""
+
+    def __init__(self, passages: Sequence[Passage], embedder: TextEmbedder, tag_for: Callable[[str], str]) -> None:
+        self._passages = list(passages)
+        self._tokens: list[frozenset[str]] | None = None
+        self._embedder = embedder
+        self._tag_for = tag_for
+        self._vectors: np.ndarray | None = None
+        self._failed = False
+
+    @classmethod
+    def for_answer(cls, registry: Registry, sources: Iterable[SourceChunk], embedder: TextEmbedder | None) -> Attributor | None:
+        """An attributor over the sources this answer registered as evidence; None when there is
+        nothing to attribute (no embedder, citations off, no such passage)."""
+        if embedder is None or not registry.citations_enabled:
+            return None
+        passages: dict[str, Passage] = {}
+        for source in sources:
+            alias = registry.citable_alias(source)
+            if alias and alias not in passages and source.content.strip():
+                passages[alias] = Passage(alias, source.content)
+        return cls(list(passages.values()), embedder, registry.attributed_tag) if passages else None
+
+    def stream(self) -> AttributionStream:
+        """A fresh stream for one answer channel."""
+        return AttributionStream(self)
+
+    async def attribute_text(self, text: str) -> str:
+        """The whole answer with its attributed tags: exactly what a stream of it ends as."""
+        return await self.stream().finish(text)
+
+    async def match(self, sentence: str) -> list[str]:
+        """Aliases of the passages that support `sentence`, best first; [] when none does."""
+        if self._failed:
+            return []
+        if self._tokens is None:  # in a thread: the first jieba call of a process loads its dictionary (~1 s)
+            self._tokens = await asyncio.to_thread(lambda: [content_tokens(p.text) for p in self._passages])
+        tokens = content_tokens(sentence)
+        if len(tokens) < defaults.ATTRIBUTION_MIN_CONTENT_TOKENS:
+            return []
+        lexical = [len(tokens & passage) / len(tokens) for passage in self._tokens]
+        if evidence_score(max(lexical), 1.0) < defaults.ATTRIBUTION_MIN_SCORE:
+            return []  # not even a perfect embedding match would lift it: spare the model call
+        similarities = await self._similarities(PUBLIC_TAG.sub(" ", sentence).strip())
+        if similarities is None:
+            return []
+        scores = [evidence_score(lex, sim) for lex, sim in zip(lexical, similarities, strict=True)]
+        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        best = scores[ranked[0]]
+        return [
+            self._passages[i].alias
+            for i in ranked[: defaults.ATTRIBUTION_MAX_PASSAGES]
+            if scores[i] >= defaults.ATTRIBUTION_MIN_SCORE and scores[i] >= best - defaults.ATTRIBUTION_MARGIN
+        ]
+
+    async def tags(self, sentence: str) -> str:
+        """The attributed tags that follow `sentence`; "" for none."""
+        return "".join(self._tag_for(alias) for alias in await self.match(sentence))
+
+    async def _similarities(self, sentence: str) -> list[float] | None:
+        """Cosine of the sentence with every passage; None (and no more attempts) if the embedder fails."""
+        try:
+            if self._vectors is None:
+                self._vectors = _unit(await self._embedder.embed_passages([p.text for p in self._passages]))
+            query = _unit([await self._embedder.embed_query(sentence)])[0]
+        except Exception as exc:  # any embedder failure: the answer goes on without attribution
+            log.warning("attribution stopped for this answer: the embedder failed: %s", exc)
+            self._failed = True
+            return None
+        return [float(value) for value in self._vectors @ query]
+
+
+def _unit(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    matrix = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0.0, 1.0, norms)
+
+
+def _is_prose(text: str, start: int, end: int) -> bool:
+    """Whether the sentence `text[start:end]` is prose: not in or on a code fence, not a table row."""
+    if len(_FENCE_LINE.findall(text, 0, start)) % 2 == 1 or _FENCE_LINE.search(text, start, end):
+        return False
+    line = text[text.rfind("\n", 0, end) + 1 : end]
+    return not line.lstrip().startswith("|")
+
+
+class AttributionStream:
+    """Attributes one decoded answer as it streams: feed what the decoder gives, then `finish`.
+
+    On an error or a cancelled task, `abandon` returns the held-back text without waiting for
+    the embedder.
+    """
+
+    def __init__(self, attributor: Attributor) -> None:
+        self._attributor = attributor
+        self._text = ""  # the decoded answer so far
+        self._shown = 0  # how much of it went out
+        self._sentence = 0  # where the current sentence starts
+        self._scan = 0  # where the sentence scan resumes
+
+    async def feed(self, chunk: str) -> str:
+        if not chunk:
+            return ""
+        self._text += chunk
+        return await self._advance(final=False)
+
+    async def finish(self, chunk: str = "") -> str:
+        """The end of the answer: `chunk` (a decoder's flush) and the last sentence's tags."""
+        self._text += chunk
+        return await self._advance(final=True)
+
+    def abandon(self, chunk: str = "") -> str:
+        """Everything not yet shown, plus `chunk`, unattributed."""
+        self._text += chunk
+        rest, self._shown = self._text[self._shown :], len(self._text)
+        self._sentence = self._scan = self._shown
+        return rest
+
+    async def _advance(self, *, final: bool) -> str:
+        ends, decided = sentence_ends(self._text, self._scan, final=final)
+        if final:
+            ends.append(len(self._text))
+        out: list[str] = []
+        for end in ends:
+            out.append(self._text[self._shown : end])
+            out.append(await self._tags(self._sentence, end))
+            self._shown = self._sentence = end
+        out.append(self._text[self._shown : decided])
+        self._shown = self._scan = decided
+        return "".join(out)
+
+    async def _tags(self, start: int, end: int) -> str:
+        sentence = self._text[start:end]
+        if not sentence.strip() or PUBLIC_TAG.search(sentence) or not _is_prose(self._text, start, end):
+            return ""  # nothing said, cited by the model already, or code or a table
+        return await self._attributor.tags(sentence)
