@@ -178,6 +178,7 @@ async def main() -> int:
         "RAGLINE_REDIS_URL": redis.url, "RAGLINE_DATA_DIR": str(work / "data"), "RAGLINE_CHAT_MODEL": "openai/scripted",
         "RAGLINE_CHAT_API_BASE": model.base_url, "RAGLINE_CHAT_API_KEY": "k", "RAGLINE_RUN_LEASE_TTL_S": "1.5",
         "RAGLINE_SSE_HEARTBEAT_S": "1", "RAGLINE_GENERATE_TITLES": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "RAGLINE_FIRST_TURN_INTENT": "model",  # keep a model call in query understanding: kills land there too
     }
     model.on(lambda b: "rewrite_query" in str(b["messages"][0].get("content", "")),
              Reply.text(json.dumps({"rewrite_query": "what survives a dead server", "intent": "kb_search"}), delay=0.5))

@@ -89,6 +89,7 @@ class PipelineRequest(_Frozen):
     # query understanding
     rewrite_enabled: bool = Field(True, description="Rewrite the question with the conversation and classify its intent.")
     query_expansion_enabled: bool = Field(True, description="Add local keyword variants when recall is low.")
+    relevance_gate_enabled: bool = Field(True, description="Drop whole-base hits with no evidence for the question, so an off-topic question gets the fallback.")
     rewrite_prompt_system: str | None = Field(None, description="Override of the rewrite system prompt.")
     rewrite_prompt_user: str | None = Field(None, description="Override of the rewrite user prompt.")
     intent_prompts: dict[str, str] = Field(default_factory=dict, description="System prompt per non-retrieval intent, overriding intent_prompts.yaml.")

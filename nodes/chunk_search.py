@@ -3,6 +3,8 @@
 Targets are grouped by embedding-model identity and the query is embedded once per group;
 whole-knowledge-base targets of a group share one HybridSearch call, targets scoped to
 documents or tags run one by one with recall thresholds off (what the user pointed at is kept).
+Whole-base hits then pass the relevance gate (retrieval/relevance.py): passages with no evidence
+for the question go, so an off-topic question finds nothing and gets the fallback answer.
 Web search, when enabled, runs beside the knowledge search.
 """
 
@@ -31,6 +33,7 @@ from ragline.retrieval.errors import (
     RetrievalError,
 )
 from ragline.retrieval.expansion import expand_search
+from ragline.retrieval.relevance import relevant
 from ragline.retrieval.scope import target_documents
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import SearchParams, SearchResult
@@ -76,7 +79,13 @@ async def search_targets(stack: RetrievalStack, request: PipelineRequest, query:
     if request.query_expansion_enabled and len(results) < request.embedding_top_k:
         expanded = await expand_search(stack.searcher, searches, request.embedding_top_k, request.rerank_top_k)
         results = merge_search_results(results, expanded)  # primary hits keep their place
-    return results
+    if not request.relevance_gate_enabled:
+        return results
+    scoped = {r.id for p, batch in zip(searches, batches, strict=True) if p.disable_recall_thresholds for r in batch}
+    whole = [r for r in results if r.id not in scoped]
+    kept = {r.id: r for kb_id in {r.knowledge_base_id for r in whole}
+            for r in relevant(query, [r for r in whole if r.knowledge_base_id == kb_id])}
+    return [kept.get(r.id, r) for r in results if r.id in scoped or r.id in kept]
 
 
 async def web_results(request: PipelineRequest, query: str, web: WebSearch) -> list[SearchResult]:

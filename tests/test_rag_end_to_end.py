@@ -102,6 +102,22 @@ async def test_a_question_nothing_matches_gets_the_fallback_answer(scripted_mode
     assert len(closing) == 1
 
 
+async def test_an_off_topic_question_reaches_the_fallback_though_its_vectors_score_high(scripted_model, knowledge):
+    """e5 scores unrelated text ~0.8, far above the 0.5 vector threshold: the relevance gate decides."""
+    stack, kb = knowledge
+    question = "How do I bake sourdough bread at home?"
+    scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": question, "intent": "kb_search"})))
+    scripted_model.on(lambda b: True, Reply.text("an answer from passages"))
+    graph = build_graph("rag_stream", checkpointer=memory_saver())
+    runs = {}
+    for gate in (True, False):
+        request = PipelineRequest(query=question, knowledge_base_ids=[kb.id], relevance_gate_enabled=gate, fallback_response="Not in the knowledge base.")
+        runs[gate] = [e async for e in stream_turn(graph, request, RunContext(services=Services(retrieval_factory=lambda: stack)))]
+    assert [e.content for e in runs[True] if e.response_type == ResponseType.ANSWER] == ["Not in the knowledge base."]
+    assert not any(e.response_type == ResponseType.REFERENCES for e in runs[True])
+    assert any(e.response_type == ResponseType.REFERENCES for e in runs[False])  # without the gate: unrelated passages
+
+
 async def test_an_unknown_knowledge_base_is_a_clear_error(scripted_model, knowledge):
     stack, _ = knowledge
     scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": "q", "intent": "kb_search"})))

@@ -34,7 +34,8 @@ def replica_env(redis: RedisServer, model: ScriptedModel, data_dir: str) -> dict
 @pytest.fixture(scope="module")
 def env(redis_server: RedisServer, scripted_server: ScriptedModel, tmp_path_factory) -> dict[str, str]:
     redis_server.flush()
-    return replica_env(redis_server, scripted_server, str(tmp_path_factory.mktemp("replicas")))
+    # first turns make the rewrite call here too, so a replica can be killed while it runs
+    return {**replica_env(redis_server, scripted_server, str(tmp_path_factory.mktemp("replicas"))), "RAGLINE_FIRST_TURN_INTENT": "model"}
 
 
 @pytest.fixture(scope="module")

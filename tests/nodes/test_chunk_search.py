@@ -75,7 +75,8 @@ async def _expansion_calls(stack, ingestion, services, monkeypatch, embedding_to
         return await expand_search(*args, **kwargs)
 
     monkeypatch.setattr("ragline.nodes.chunk_search.expand_search", recording_expand_search)
-    query = PipelineRequest(query="how long does the sensor battery last", knowledge_base_ids=[kb.id], vector_threshold=0.0, embedding_top_k=embedding_top_k, **request)
+    query = PipelineRequest(query="how long does the sensor battery last", knowledge_base_ids=[kb.id], vector_threshold=0.0,
+                            relevance_gate_enabled=False, embedding_top_k=embedding_top_k, **request)
     state = {"request": query, "turn": TURN, "search_targets": [SearchTarget(knowledge_base_id=kb.id)]}
     update = await chunk_search(state, _Runtime(services))
     return calls, update["search_results"]

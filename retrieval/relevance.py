@@ -1,0 +1,80 @@
+"""Does a passage bear on the question at all? The gate that lets "not in the knowledge base" happen.
+
+Cosine similarity alone cannot say it: multilingual-e5-small scores unrelated text ~0.75-0.8,
+so a fixed vector threshold either keeps everything or drops good passages (on XQuAD the gold
+paragraph scores 0.81-0.91 and the best wrong one 0.79-0.87). Evidence relative to the
+knowledge base's own background separates them:
+
+    relevance = idf-weighted share of the question's terms the passage contains
+              + 3 x (the passage's similarity - the median similarity of the search's hits)
+
+Both parts are taken over the hits the search returned: terms every neighbour shares (the topic
+of the knowledge base) weigh little and the question's specific terms weigh much, and the
+similarity counts only as far as it stands out from the neighbourhood, which adapts to the
+embedder, the language and the chunk length. A question and passage in different scripts share
+no terms, so such a pair is judged on how far its similarity stands out alone.
+
+Measured on 150 XQuAD and 150 CMRC questions each, the top 10 hits as the pool
+(benchmarks/relevance_gate.py), by threshold:
+
+    threshold            0.35        0.40        0.45        0.50
+    XQuAD gold kept      99%         96%         94%         91%
+    XQuAD abstains       57%         64%         73%         81%
+    CMRC gold kept       96%         96%         95%         93%
+    CMRC abstains        74%         82%         85%         88%
+
+("abstains": with the gold paragraph removed from the knowledge base, no remaining hit passes.)
+0.45 keeps the gold passage for 94-95% of answerable questions and abstains on 73-85% of the
+unanswerable ones; a wrong "not found" costs more than an extra passage the model may ignore.
+Question words (what, how long, 什么, 多少 ...) are not counted: passages rarely contain them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+
+from ragline import defaults
+from ragline.retrieval.tokenizer import has_han, tokenize
+from ragline.retrieval.types import SearchResult
+
+
+# How a question asks, not what about: passages rarely contain these, and their absence says nothing.
+QUESTION_WORDS = frozenset(tokenize(
+    "what which who whom whose when where why how long many much often far old name called "
+    "什么 哪 哪个 哪些 哪里 谁 何时 为什么 为何 怎么 怎样 如何 多少 多久 多长 几 是否"
+))
+
+
+def relevance_scores(query: str, results: Sequence[SearchResult]) -> list[float] | None:
+    """One score per result; None when the question has no content terms to weigh (nothing to judge)."""
+    terms = set(tokenize(query)) - QUESTION_WORDS
+    if not terms:
+        return None
+    passages = [set(tokenize(result.content)) & terms for result in results]
+    frequency = Counter(term for found in passages for term in found)
+    size = len(results)
+    idf = {term: math.log(1 + (size - frequency[term] + 0.5) / (frequency[term] + 0.5)) for term in terms}
+    total = sum(idf.values())
+    similarities = [r.vector_score for r in results if r.vector_score is not None]
+    background = statistics.median(similarities) if similarities else 0.0
+    query_han = has_han(query)
+    scores = []
+    for result, found in zip(results, passages, strict=True):
+        standout = result.vector_score - background if result.vector_score is not None else 0.0
+        if query_han != has_han(result.content):  # different scripts: no shared terms to count
+            scores.append(standout * defaults.CROSS_SCRIPT_RELEVANCE_SCALE)
+            continue
+        scores.append(sum(idf[term] for term in found) / total + defaults.RELEVANCE_SIMILARITY_WEIGHT * standout)
+    return scores
+
+
+def relevant(query: str, results: Sequence[SearchResult], threshold: float = defaults.RELEVANCE_MIN_SCORE) -> list[SearchResult]:
+    """The results whose relevance reaches `threshold`, in their order, each carrying its score."""
+    scores = relevance_scores(query, results)
+    if scores is None:
+        return list(results)
+    return [result.model_copy(update={"metadata": {**result.metadata, "relevance": round(score, 4)}})
+            for result, score in zip(results, scores, strict=True) if score >= threshold]

@@ -1,0 +1,63 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragline import defaults
+from ragline.retrieval.relevance import relevance_scores, relevant
+from ragline.retrieval.types import SearchResult
+
+
+def passage(id: str, content: str, similarity: float | None) -> SearchResult:
+    return SearchResult(id=id, content=content, score=similarity or 0.5, knowledge_id=id, knowledge_base_id="kb", vector_score=similarity)
+
+
+NEIGHBOURS = [
+    passage("pairing", "Pairing takes up to three minutes after holding the SENSOR button.", 0.80),
+    passage("display", "The display shows the temperature in Celsius or Fahrenheit.", 0.79),
+    passage("firmware", "Firmware updates install overnight when the console is charging.", 0.79),
+]
+BATTERY = passage("battery", "The outdoor sensor battery lasts eighteen months with lithium cells.", 0.86)
+
+
+def test_a_passage_holding_the_questions_terms_passes_and_its_neighbours_do_not():
+    kept = relevant("How long does the outdoor sensor battery last?", [BATTERY, *NEIGHBOURS])
+    assert [r.id for r in kept] == ["battery"] and kept[0].metadata["relevance"] >= defaults.RELEVANCE_MIN_SCORE
+
+
+def test_an_off_topic_question_keeps_nothing_however_similar_the_vectors():
+    # e5 gives unrelated text ~0.8: similarity alone would keep all of these
+    assert relevant("What is the capital of France?", [BATTERY, *NEIGHBOURS]) == []
+
+
+def test_the_threshold_is_the_line():
+    scores = relevance_scores("How long does the outdoor sensor battery last?", [BATTERY, *NEIGHBOURS])
+    assert scores is not None
+    score = scores[0]
+    assert [r.id for r in relevant("How long does the outdoor sensor battery last?", [BATTERY, *NEIGHBOURS], threshold=score)] == ["battery"]
+    assert relevant("How long does the outdoor sensor battery last?", [BATTERY, *NEIGHBOURS], threshold=score + 1e-6) == []
+
+
+def test_similarity_counts_as_far_as_it_stands_out_from_the_hits():
+    question = "When do firmware updates install?"
+    lexical_only = relevance_scores(question, [passage("a", "firmware updates install overnight", 0.8), passage("b", "other text", 0.8)])
+    standing_out = relevance_scores(question, [passage("a", "firmware updates install overnight", 0.9), passage("b", "other text", 0.8)])
+    assert lexical_only and standing_out
+    assert standing_out[0] - lexical_only[0] == pytest.approx(defaults.RELEVANCE_SIMILARITY_WEIGHT * 0.05)
+
+
+def test_a_question_in_another_script_is_judged_on_similarity_alone():
+    question = "传感器的电池能用多久？"
+    close = relevance_scores(question, [passage("en", BATTERY.content, 0.90), passage("x", "filler", 0.80), passage("y", "filler", 0.80)])
+    assert close is not None and close[0] == pytest.approx(defaults.CROSS_SCRIPT_RELEVANCE_SCALE * 0.10)
+
+
+def test_a_question_without_content_terms_is_not_judged():
+    assert relevant("is it?", NEIGHBOURS) == NEIGHBOURS
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=8), st.text(max_size=40))
+def test_scores_are_one_per_hit_and_never_drop_a_hit_with_every_term(similarities, question):
+    hits = [passage(str(i), f"{question} filler {i}", s) for i, s in enumerate(similarities)]
+    scores = relevance_scores(question, hits)
+    if scores is not None:
+        assert len(scores) == len(hits)
