@@ -40,7 +40,6 @@ from ragline import defaults
 from ragline.retrieval.tokenizer import has_han, tokenize
 from ragline.retrieval.types import SearchResult
 
-
 # How a question asks, not what about: passages rarely contain these, and their absence says nothing.
 QUESTION_WORDS = frozenset(tokenize(
     "what which who whom whose when where why how long many much often far old name called "
