@@ -70,7 +70,7 @@ async def ask(graph: Any, services: Any, kb_id: str, question: str) -> Turn:
 
 def raw_timings(messages: list[dict], decode_tokens: int = 32) -> tuple[float, float, float, int, int]:
     """(first token of the uncached tail, first token of the whole prompt, decode tokens/s, prompt tokens, cached)."""
-    from ragline.models.local_provider import CHAT_ENGINE
+    from ragline.models.local_engine import CHAT_ENGINE
     from ragline.models.prompt_cache import PrefixCache, _formatter, _tokens
 
     llm = CHAT_ENGINE.get()
@@ -102,7 +102,7 @@ async def main(runs: int) -> None:
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph.graphs import build_graph
     from ragline.ingestion.sample import ensure_sample_kb
-    from ragline.models.local_provider import CHAT_ENGINE
+    from ragline.models.local_engine import CHAT_ENGINE
     from ragline.services import Services
 
     services = Services.from_settings()

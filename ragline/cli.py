@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import re
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -21,6 +22,7 @@ from ragline.graph.events import ResponseType, StreamResponse
 from ragline.services import Services
 
 DIM, RESET = "\033[2m", "\033[0m"
+STARTED_AT = time.time()  # as early as the command can see: for `ask --timings`
 
 
 class CLIError(Exception):
@@ -140,9 +142,32 @@ async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: 
         raise CLIError(exc.errors()[0]["msg"]) from None
     printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty())
     context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services)
+    asked_at, first_token, completed = time.time(), None, None
     async for event in stream_turn(graph, request, context):
         printer(event)
+        if event.response_type == ResponseType.ANSWER and event.content and first_token is None:
+            first_token = time.time()
+        elif event.response_type == ResponseType.COMPLETE:
+            completed = time.time()
+    if getattr(args, "timings", False):
+        print(_timings(asked_at, first_token, completed), file=sys.stderr)
     return not printer.failed
+
+
+def _timings(asked_at: float, first_token: float | None, completed: float | None) -> str:
+    """One line of where the time went, in seconds since the command started (and model-call figures)."""
+    from ragline.models.local_engine import CHAT_ENGINE
+
+    def since(moment: float | None) -> str:
+        return f"{moment - STARTED_AT:.2f}" if moment else "-"
+
+    parts = [f"question asked {since(asked_at)}"]
+    calls = [c for c in CHAT_ENGINE.recent_calls if c.called_at >= asked_at]
+    if calls:
+        parts.append(f"first model call {since(calls[0].called_at)}")
+        parts.append(f"model calls {len(calls)}, answer prompt {calls[-1].prompt_tokens} tokens ({calls[-1].cached_tokens} cached)")
+    parts += [f"first answer token {since(first_token)}", f"complete {since(completed)}"]
+    return "timings (s since start): " + "; ".join(parts) + f" [started_at={STARTED_AT:.3f}]"
 
 
 def _graph(args: argparse.Namespace, saver: object) -> Any:
@@ -197,6 +222,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", action="store_true", help="answer from the bundled sample knowledge base")
     parser.add_argument("--tenant", default="default", help="tenant whose knowledge bases and memories are used")
     parser.add_argument("--user", default="default", help="user whose long-term memories are recalled")
+    parser.add_argument("--timings", action="store_true", help="print where the time went (start-up, model calls, first token) on stderr")
 
 
 def build_parser() -> argparse.ArgumentParser:

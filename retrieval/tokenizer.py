@@ -60,10 +60,10 @@ def split_scripts(text: str) -> list[tuple[str, bool]]:
 
 def raw_tokens(text: str) -> list[str]:
     """Lower-cased words and jieba search-mode words, stop words kept, nothing stemmed."""
-    ensure_jieba()
     out: list[str] = []
     for run, is_han in split_scripts(text.lower()):
         if is_han:
+            ensure_jieba()  # only Chinese text pays for loading the dictionary (~1 s)
             out.extend(w for w in jieba.cut_for_search(run) if w.strip())
         else:
             out.append(run)

@@ -57,3 +57,67 @@ def test_ragline_ask_answers_from_the_sample_knowledge_base_with_the_local_model
     )
     assert result.returncode == 0, result.stderr
     assert "three minutes" in result.stdout.lower() or "3 minutes" in result.stdout.lower()
+
+
+def test_the_local_answer_path_never_imports_litellm():
+    """litellm takes seconds to import; `ragline ask` on the embedded default must not pay for it."""
+    code = (
+        "import asyncio, sys\n"
+        "from ragline.models.chat import ChatClient, ChatOptions\n"
+        "from ragline.models.embeddings import Embedder\n"
+        "from ragline.settings import LOCAL_CHAT_MODEL, LOCAL_EMBEDDING_MODEL\n"
+        "async def main():\n"
+        "    await Embedder(LOCAL_EMBEDDING_MODEL).embed_query('battery')\n"
+        "    await ChatClient(LOCAL_CHAT_MODEL).chat([{'role': 'user', 'content': 'hi'}], ChatOptions(max_tokens=2))\n"
+        "    print('litellm' in sys.modules)\n"
+        "asyncio.run(main())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_local_env(), timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+async def test_litellm_still_reaches_the_local_model_as_the_ragline_provider():
+    import litellm
+
+    from ragline.models.local_provider import register_local_provider
+
+    register_local_provider()
+    response = await litellm.acompletion(model=LOCAL_CHAT_MODEL, messages=[{"role": "user", "content": "Say OK."}], max_tokens=4, temperature=0)
+    assert response.choices[0].message.content
+
+
+def test_a_fixed_prefix_is_evaluated_once_and_restored_with_the_same_answer(tmp_path):
+    from ragline.models.local_engine import CHAT_ENGINE
+    from ragline.models.prompt_cache import MIN_PREFIX_TOKENS, PrefixCache
+
+    llm = CHAT_ENGINE.get()
+    system = {"role": "system", "content": "You are a terse assistant for the Aurora weather station. " * 6}
+    ask = [system, {"role": "user", "content": "Name one thing a weather station measures."}]
+    greedy = {"temperature": 0, "max_tokens": 12}
+    with CHAT_ENGINE.generate_lock:
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        cold = llm.create_chat_completion(messages=ask, **greedy)["choices"][0]["message"]["content"]
+        first = PrefixCache(llm, tmp_path, "test-model")
+        prefix = first.fixed_prefix(ask)
+        assert len(prefix) >= MIN_PREFIX_TOKENS
+        assert first.prime(ask) == len(prefix) and list(tmp_path.glob("*.kv"))
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        second = PrefixCache(llm, tmp_path, "test-model")  # a new process: only the file is left
+        assert second.prime(ask) == len(prefix) and llm.n_tokens == len(prefix)
+        restored = llm.create_chat_completion(messages=ask, **greedy)["choices"][0]["message"]["content"]
+    assert restored == cold
+
+
+async def test_the_engine_counts_cached_prompt_tokens_on_the_second_answer():
+    from ragline.models.chat import ChatClient, ChatOptions
+    from ragline.models.local_engine import CHAT_ENGINE
+
+    client = ChatClient(LOCAL_CHAT_MODEL)
+    system = {"role": "system", "content": "You answer questions about the Aurora weather station in one short sentence. " * 4}
+    for question in ("What does it measure?", "Where is it made?"):
+        await client.chat([system, {"role": "user", "content": question}], ChatOptions(max_tokens=4, temperature=0))
+    last = CHAT_ENGINE.recent_calls[-1]
+    assert last.cached_tokens > 0 and last.prompt_tokens > last.cached_tokens

@@ -74,7 +74,10 @@ async def test_rag_stream_answers_with_references_and_a_kb_tag_on_the_right_chun
         scripted_model.rules.clear()
         scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": question, "intent": "kb_search"})))
         scripted_model.on(lambda b: True, Reply(chunks=["According to the text", ' <ref i', 'd="c1"', '/>', " that is it."]))
-        events = [e async for e in stream_turn(graph, PipelineRequest(query=question, knowledge_base_ids=[kb.id]), RunContext(services=services))]
+        # the gate would turn one of these five (a paraphrase, "unproven assumption") into "not found":
+        # its trade-off is measured in benchmarks/relevance_gate.py; this test is about citations
+        request = PipelineRequest(query=question, knowledge_base_ids=[kb.id], relevance_gate_enabled=False)
+        events = [e async for e in stream_turn(graph, request, RunContext(services=services))]
         kinds = [e.response_type for e in events]
         assert kinds.index(ResponseType.REFERENCES) < kinds.index(ResponseType.ANSWER)
         references = next(e for e in events if e.response_type == ResponseType.REFERENCES).knowledge_references

