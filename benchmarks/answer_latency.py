@@ -1,6 +1,6 @@
 """Where the time of one answer goes, on the embedded default (local model, sample knowledge base).
 
-    python benchmarks/answer_latency.py [--runs 2] [--no-prompt-cache]
+    python benchmarks/answer_latency.py [--runs 2] [--no-prompt-cache] [--model-intent] [--no-budget]
 
 Asks the questions below through the full `ragline` graph, as `ragline ask --sample` does, after
 one warm-up question. From the events' arrival times it reports p50/p95 of query understanding,
@@ -9,6 +9,10 @@ answer prompt's tokens (and how many came from the prompt cache). Beside them it
 very same answer prompt on the bare model: the raw time to the first token for the uncached
 tokens, for the whole prompt, and the decode rate. So the pipeline's own overhead shows as a
 ratio. Medians are quoted because these machines are noisy; nothing here is pass/fail.
+
+The flags turn the levers of the embedded default off one by one (all three off is the pipeline
+before they existed): the prompt cache, the first-turn intent without a model call, and the
+passage token budget.
 """
 
 from __future__ import annotations
@@ -140,9 +144,11 @@ async def main(runs: int) -> None:
                 "prefill_rate": (tokens - cached) / tail if tail else float("nan"),
             })
     await services.aclose()
+    settings = services.settings
     print(f"{len(rows)} answers ({runs} x {len(QUESTIONS)} questions), sample KB, local model, "
           f"threads={os.environ.get('RAGLINE_LOCAL_CHAT_THREADS', 'all')}, "
-          f"prompt cache {'on' if services.settings.local_prompt_cache else 'off'}")
+          f"prompt cache {'on' if settings.local_prompt_cache else 'off'}, first-turn intent: {settings.first_turn_intent}, "
+          f"budget: {'none' if settings.context_token_budget == 0 else 'default'}")
     print(f"{'measure':34} {'p50':>8} {'p95':>8}")
     for key, label in [
         ("understand", "query understanding s"),
@@ -167,7 +173,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--no-prompt-cache", action="store_true", help="evaluate every prompt in full")
+    parser.add_argument("--model-intent", action="store_true", help="first turns make the rewrite call too")
+    parser.add_argument("--no-budget", action="store_true", help="no passage token budget (rerank top-k only)")
     arguments = parser.parse_args()
     if arguments.no_prompt_cache:
         os.environ["RAGLINE_LOCAL_PROMPT_CACHE"] = "false"
+    if arguments.model_intent:
+        os.environ["RAGLINE_FIRST_TURN_INTENT"] = "model"
+    if arguments.no_budget:
+        os.environ["RAGLINE_CONTEXT_TOKEN_BUDGET"] = "0"
     asyncio.run(main(arguments.runs))

@@ -81,11 +81,17 @@ async def search_targets(stack: RetrievalStack, request: PipelineRequest, query:
         results = merge_search_results(results, expanded)  # primary hits keep their place
     if not request.relevance_gate_enabled:
         return results
-    scoped = {r.id for p, batch in zip(searches, batches, strict=True) if p.disable_recall_thresholds for r in batch}
-    whole = [r for r in results if r.id not in scoped]
-    kept = {r.id: r for kb_id in {r.knowledge_base_id for r in whole}
-            for r in relevant(query, [r for r in whole if r.knowledge_base_id == kb_id])}
-    return [kept.get(r.id, r) for r in results if r.id in scoped or r.id in kept]
+    scoped = {hit.id for params, batch in zip(searches, batches, strict=True) if params.disable_recall_thresholds for hit in batch}
+    return gate_whole_bases(query, results, scoped)
+
+
+def gate_whole_bases(query: str, results: list[SearchResult], scoped: set[str]) -> list[SearchResult]:
+    """The relevance gate on whole-base hits, each base judged against its own hits; scoped hits stay."""
+    kept: dict[str, SearchResult] = {}
+    for kb_id in {result.knowledge_base_id for result in results if result.id not in scoped}:
+        pool = [result for result in results if result.knowledge_base_id == kb_id and result.id not in scoped]
+        kept |= {hit.id: hit for hit in relevant(query, pool)}
+    return [kept.get(result.id, result) for result in results if result.id in scoped or result.id in kept]
 
 
 async def web_results(request: PipelineRequest, query: str, web: WebSearch) -> list[SearchResult]:

@@ -52,11 +52,14 @@ async def test_local_model_follows_the_rewrite_json_instruction():
 
 def test_ragline_ask_answers_from_the_sample_knowledge_base_with_the_local_model():
     result = subprocess.run(
-        [sys.executable, "-m", "ragline", "ask", "--sample", "How long does pairing the sensor take?"],
+        [sys.executable, "-m", "ragline", "ask", "--sample", "--timings", "How long does pairing the sensor take?"],
         capture_output=True, text=True, env=_local_env(), timeout=600,
     )
     assert result.returncode == 0, result.stderr
     assert "three minutes" in result.stdout.lower() or "3 minutes" in result.stdout.lower()
+    timings = next(line for line in result.stderr.splitlines() if line.startswith("timings"))
+    assert "model calls 1," in timings  # a first-turn question: no rewrite call, only the answer
+    assert "first model call" in timings and "first answer token" in timings
 
 
 def test_the_local_answer_path_never_imports_litellm():
@@ -121,3 +124,10 @@ async def test_the_engine_counts_cached_prompt_tokens_on_the_second_answer():
         await client.chat([system, {"role": "user", "content": question}], ChatOptions(max_tokens=4, temperature=0))
     last = CHAT_ENGINE.recent_calls[-1]
     assert last.cached_tokens > 0 and last.prompt_tokens > last.cached_tokens
+
+
+async def test_the_local_model_counts_its_own_tokens():
+    from ragline.models.chat import ChatClient
+
+    english, chinese = await ChatClient(LOCAL_CHAT_MODEL).count_tokens(["The outdoor sensor runs on two AA batteries.", "极光气象站可以测量温度"])
+    assert 6 <= english <= 14 and 3 <= chinese <= 12
