@@ -41,15 +41,29 @@ Stored files, images and wiki pages appear as answer-local res://NNNN handles.
 never change its digits and never invent one."""
 
 
-def protocol_prompt(citations_enabled: bool) -> str:
+# For small local models: the same contract in two lines. A 0.5B model given the full rules above
+# follows the answer instructions worse (XQuAD token F1 0.38 against 0.45 with these, 60 questions)
+# and writes no more refs; uncited sentences are attributed after generation anyway.
+COMPACT_ON = """
+
+Search results are marked cN. After a claim you may cite its result as <ref id="cN"/>; never invent a handle."""
+
+COMPACT_OFF = """
+
+Do not write citations, source handles or URLs."""
+
+
+def protocol_prompt(citations_enabled: bool, *, compact: bool = False) -> str:
     """The whole protocol text; starts with a blank line so it can be appended as is."""
+    if compact:
+        return COMPACT_ON if citations_enabled else COMPACT_OFF
     citations = CITATIONS_ON if citations_enabled else CITATIONS_OFF
     return SOURCE_HANDLES + citations + RESOURCE_HANDLES
 
 
-def append_protocol(system_prompt: str, citations_enabled: bool) -> str:
+def append_protocol(system_prompt: str, citations_enabled: bool, *, compact: bool = False) -> str:
     """The system prompt with the protocol appended once, after any trailing whitespace."""
-    protocol = protocol_prompt(citations_enabled)
+    protocol = protocol_prompt(citations_enabled, compact=compact)
     if system_prompt.endswith(protocol):
         return system_prompt
     return system_prompt.rstrip() + protocol

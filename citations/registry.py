@@ -77,8 +77,9 @@ SOURCE_ARGUMENT_KEYS: Mapping[str, SourceKind] = {
 class Registry:
     """Answer-local aliases (cN wN dN bN res://NNNN), the protocol, and the output decoder."""
 
-    def __init__(self, *, citations_enabled: bool = True) -> None:
+    def __init__(self, *, citations_enabled: bool = True, compact_protocol: bool = False) -> None:
         self._citations_enabled = citations_enabled
+        self._compact_protocol = compact_protocol  # the two-line protocol, for small local models
         self._sources = SourceTable()
         self._resources = ResourceTable()
 
@@ -97,10 +98,10 @@ class Registry:
     # --- protocol ---------------------------------------------------------------------------
 
     def protocol_prompt(self) -> str:
-        return protocol_prompt(self._citations_enabled)
+        return protocol_prompt(self._citations_enabled, compact=self._compact_protocol)
 
     def append_protocol(self, system_prompt: str) -> str:
-        return append_protocol(system_prompt, self._citations_enabled)
+        return append_protocol(system_prompt, self._citations_enabled, compact=self._compact_protocol)
 
     # --- registration and the model's view of results --------------------------------------------
 

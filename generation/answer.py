@@ -179,7 +179,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
         # emitKnowledgeReferencesEvent: the whole merge result, before the answer, citations on or off
         sources = source_chunks(results)
         events.emit(context, events.references(turn, references_payload(sources)))
-        registry = answer_registry(request, sources)
+        registry = answer_registry(request, sources, compact_protocol=client.is_local)  # a 0.5B model reads the short rules better
         messages = cited_messages(registry, messages)
         attributor = Attributor.for_answer(registry, sources, _embedder(context))
     try:

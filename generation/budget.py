@@ -1,8 +1,9 @@
 """How many context tokens an answer may carry, and which passages fit (sized for small models).
 
 A local model prefills ~50-100 tokens/s on two cores, so each retrieved passage it reads costs
-seconds before the first answer token, and a 0.5B model answers better from two good passages
-than from five mixed ones. Passages are taken in rank order while they fit the budget; the first
+seconds before the first answer token, and a 0.5B model answers best from the one best passage:
+on XQuAD its token F1 was 0.54 with 250 tokens, 0.48 with 320, 0.45 with 400 and 0.43 with all
+five passages (60 questions, ragline eval --answers). Passages are taken in rank order while they fit the budget; the first
 one always goes in, cut to the budget if it alone is larger. Remote models have no budget unless
 one is configured: their prefill is fast and their windows are large.
 """

@@ -53,9 +53,9 @@ def source_chunks(results: list[Any]) -> list[SourceChunk]:
     return chunks
 
 
-def answer_registry(request: PipelineRequest, sources: list[SourceChunk]) -> Registry:
+def answer_registry(request: PipelineRequest, sources: list[SourceChunk], *, compact_protocol: bool = False) -> Registry:
     """The answer's registry with the contexts registered exactly as they were rendered."""
-    registry = Registry(citations_enabled=request.citations_enabled)
+    registry = Registry(citations_enabled=request.citations_enabled, compact_protocol=compact_protocol)
     registry.register_context(sources, faq_priority=request.faq_priority_enabled)
     return registry
 

@@ -168,7 +168,7 @@ MEMORY_MIN_SCORE = 0.78  # similarity a memory needs to be recalled (multilingua
 MEMORY_SCAN_LIMIT = 10_000  # memories read per caller for ranking; far above what one person accrues
 
 # --- local model (llama.cpp) ---
-LOCAL_CONTEXT_TOKEN_BUDGET = 400  # passage tokens per answer of the local model: ~2 paragraphs, ~5 s of prefill on 2 cores
+LOCAL_CONTEXT_TOKEN_BUDGET = 250  # passage tokens per answer of the local model: ~1 paragraph; XQuAD F1 by budget (60 q): 180 0.52, 250 0.54, 320 0.48, 400 0.45, none 0.43
 LOCAL_CHAT_BATCH = 512  # llama.cpp's default batch; measured against 128 and 256 in the closing note of issue 11
 LOCAL_CHAT_CONTEXT = 4096  # tokens: room for the system prompt, 5 contexts and the answer of a 0.5B model
 
