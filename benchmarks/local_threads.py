@@ -1,10 +1,11 @@
 """llama.cpp thread and batch settings for the local model on a small, shared machine.
 
-    python benchmarks/local_threads.py [--threads 1,2] [--batches 128,256,512] [--load 0,1] [--runs 3]
+    python benchmarks/local_threads.py [--threads 1,2,auto] [--batches 128,256,512] [--load 0,1] [--runs 3]
 
 For each setting it loads the model with those threads and batch size and times the prefill of a
 ~400-token prompt (the uncached part of a typical answer prompt) and 32 greedy decode tokens.
-`--load N` runs N busy processes beside it, as another tenant of a shared machine would. Prints
+`--load N` runs N busy processes beside it, as another tenant of a shared machine would. `auto` is
+the engine's default: before each call, the cores free at that moment (models/cpu.py). Prints
 medians; nothing here is pass/fail.
 """
 
@@ -30,16 +31,22 @@ def _busy(stop: multiprocessing.synchronize.Event) -> None:  # type: ignore[name
 
 
 def measure(threads: int, batch: int, runs: int) -> tuple[float, float, int]:
+    """threads 0: chosen before each run as the engine does."""
+    import llama_cpp
     from llama_cpp import Llama
 
+    from ragline.models.cpu import free_cores
     from ragline.models.gguf import QWEN_CODER_05B, assemble
     from ragline.settings import get_settings
 
     llm = Llama(model_path=str(assemble(QWEN_CODER_05B, get_settings().models_dir)), n_ctx=2048,
-                n_threads=threads, n_threads_batch=threads, n_batch=batch, verbose=False)
+                n_threads=threads or None, n_threads_batch=threads or None, n_batch=batch, verbose=False)
     tokens = llm.tokenize(PROMPT.encode(), add_bos=False)
     prefill, decode = [], []
     for _ in range(runs):
+        if not threads:
+            chosen = free_cores()
+            llama_cpp.llama_set_n_threads(llm._ctx.ctx, chosen, chosen)
         llm.reset()
         llm._ctx.kv_cache_clear()
         started = time.perf_counter()
@@ -57,7 +64,7 @@ def measure(threads: int, batch: int, runs: int) -> tuple[float, float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--threads", default="1,2,auto")
     parser.add_argument("--batches", default="128,512")
     parser.add_argument("--load", default="0,1", help="busy processes running beside the model")
     parser.add_argument("--runs", type=int, default=3)
@@ -69,10 +76,10 @@ def main() -> None:
         for hog in hogs:
             hog.start()
         try:
-            for threads in (int(x) for x in args.threads.split(",")):
+            for threads in (0 if x == "auto" else int(x) for x in args.threads.split(",")):
                 for batch in (int(x) for x in args.batches.split(",")):
                     prefill, decode, size = measure(threads, batch, args.runs)
-                    print(f"{load:10d} {threads:8d} {batch:6d} {prefill:14.1f} {decode:13.1f}   ({size}-token prompt)")
+                    print(f"{load:10d} {threads or 'auto':>8} {batch:6d} {prefill:14.1f} {decode:13.1f}   ({size}-token prompt)")
         finally:
             stop.set()
             for hog in hogs:

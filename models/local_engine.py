@@ -53,6 +53,7 @@ class LocalChatEngine:
         self._llm: Any = None
         self._prompt_cache: PrefixCache | None = None
         self._load_lock = threading.Lock()
+        self._threads = 0  # llama.cpp threads set for the next call
         self.generate_lock = threading.Lock()
         self.recent_calls: deque[CallStats] = deque(maxlen=256)  # for benchmarks and /metrics
 
@@ -86,6 +87,17 @@ class LocalChatEngine:
                 self._llm = None
                 self._prompt_cache = None
 
+    def _use_free_cores(self, llm: Any) -> None:
+        """The configured threads, else the cores free right now (models/cpu.py): never wait on a busy core."""
+        import llama_cpp
+
+        from ragline.models.cpu import free_cores
+
+        threads = get_settings().local_chat_threads or free_cores()
+        if threads != self._threads:
+            llama_cpp.llama_set_n_threads(llm._ctx.ctx, threads, threads)
+            self._threads = threads
+
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Exact token counts (the vocabulary only: safe beside a running generation)."""
         llm = self.get()
@@ -99,6 +111,7 @@ class LocalChatEngine:
         llm = self.get()
         with self.generate_lock:
             started = time.perf_counter()
+            self._use_free_cores(llm)
             cached = self._prompt_cache.prime(messages) if self._prompt_cache else 0
             llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
             first: float | None = None

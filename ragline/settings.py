@@ -67,7 +67,7 @@ class Settings(BaseSettings, RetrievalFields):
     rerank_api_key: str | None = None
 
     local_chat_context: int = Field(defaults.LOCAL_CHAT_CONTEXT, ge=512, description="Context window of the local llama.cpp model.")
-    local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: all cores).")
+    local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: the cores free at each call, see models/cpu.py).")
     local_chat_batch: int = Field(defaults.LOCAL_CHAT_BATCH, ge=8, description="Prompt tokens llama.cpp evaluates per batch.")
     local_prompt_cache: bool = Field(True, description="Keep the KV state of fixed prompt prefixes (system prompt, citation protocol), in memory and under data_dir/cache.")
 

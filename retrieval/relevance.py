@@ -26,7 +26,7 @@ paraphrases. Measured on 150 XQuAD and 150 CMRC questions each, the top 10 hits 
     CMRC abstains        82%         85%         88%         89%
 
 ("abstains": with the gold paragraph removed from the knowledge base, no remaining hit passes.)
-Question words (what, how long, does, summarize, 什么, 多少 ...) are not counted: passages rarely
+Question words (what, how long, does, summarize, everything, 什么, 多少 ...) are not counted: passages rarely
 contain them. Known miss: a request phrased in words the passages do not use ("an overview of
 the setup steps" against "Setting up the Aurora") finds nothing.
 """
@@ -49,6 +49,7 @@ _ENGLISH_QUESTION_WORDS = ("what which who whom whose when where why how long ma
                            "do does did is are was were can could should would will "
                            # requests about the knowledge base itself, not its content
                            "summarize summarise summary overview explain describe tell give list show me about "
+                           "everything anything something all more detail details please "
                            "guide manual document documents text passage")
 _CHINESE_QUESTION_WORDS = "什么 哪 哪个 哪些 哪里 谁 何时 为什么 为何 怎么 怎样 如何 多少 多久 多长 几 是否 总结 概括 介绍 文档 说明"
 

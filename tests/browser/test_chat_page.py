@@ -165,7 +165,7 @@ def test_stop_ends_the_answer_and_keeps_the_partial_text(page, model, service):
 
 def test_a_reload_in_the_middle_of_an_answer_resumes_its_stream(page, model):
     script(model, Reply.text(WORDS, chunk_delay=0.05))
-    ask(page, "Count for me.")
+    ask(page, QUESTION)
     before = wait_for_text(page, 20)
     assert json.loads(page.evaluate("sessionStorage.getItem('ragline.pendingAnswer')"))["messageId"]
     page.reload()
@@ -174,7 +174,7 @@ def test_a_reload_in_the_middle_of_an_answer_resumes_its_stream(page, model):
     page.locator(".msg.assistant.done").wait_for()
     assert answer_text(page) == WORDS  # all of it, nothing twice
     assert answer_text(page).startswith(before.strip())
-    assert page.locator(".msg.user").all_inner_texts() == ["Count for me."]
+    assert page.locator(".msg.user").all_inner_texts() == [QUESTION]
     assert page.locator(".step.running").count() == 0
     assert page.evaluate("sessionStorage.getItem('ragline.pendingAnswer')") is None
 
@@ -184,7 +184,7 @@ def test_a_dropped_connection_reconnects_by_itself_with_last_event_id(page, mode
     resumed_after: list[str] = []
     page.on("request", lambda request: "continue-stream" in request.url and resumed_after.append(request.headers.get("last-event-id", "")))
     record_texts(page, ".msg.assistant .status")
-    ask(page, "Count again.")
+    ask(page, QUESTION)
     wait_for_text(page, 20)
     service.cut()
     page.locator(".msg.assistant.done").wait_for()
