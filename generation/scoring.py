@@ -27,7 +27,6 @@ the model); both kinds count for precision and coverage and are reported apart.
 
 from __future__ import annotations
 
-import html
 import re
 import string
 import unicodedata
@@ -35,13 +34,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ragline.citations.tags import tag_attributes
+
 ARTICLES = frozenset({"a", "an", "the"})
 _CJK = re.compile(
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ebef]"
 )
 _PUBLIC_TAG = re.compile(r"(?is)<(kb|web|ref)(?=[\s/>])[^<>]*>(?:\s*</\1\s*>)?")
 _KB_TAG = re.compile(r"(?is)<kb(?=[\s/>])[^<>]*>")
-_ATTRIBUTE = re.compile(r"""(?i)([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 
 def is_cjk(char: str) -> bool:
@@ -134,14 +134,6 @@ class Citation:
     attributed: bool = False
 
 
-def _attributes(tag: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for match in _ATTRIBUTE.finditer(tag):
-        value = match.group(2) if match.group(2) is not None else match.group(3)
-        found.setdefault(match.group(1).lower(), html.unescape(value))
-    return found
-
-
 def citations(answer: str) -> list[Citation]:
     """The distinct chunks cited by `<kb chunk_id=.../>` tags, in order of first citation.
 
@@ -149,7 +141,7 @@ def citations(answer: str) -> list[Citation]:
     """
     found: dict[str, bool] = {}
     for match in _KB_TAG.finditer(answer):
-        attributes = _attributes(match.group(0))
+        attributes = tag_attributes(match.group(0))
         chunk_id = attributes.get("chunk_id", "")
         if not chunk_id:
             continue

@@ -102,9 +102,7 @@ class ChatClient:
     async def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
         if self.is_local:
-            from ragline.models.local_engine import CHAT_ENGINE
-
-            return await asyncio.to_thread(CHAT_ENGINE.count_tokens, texts)
+            return await asyncio.to_thread(local_engine.CHAT_ENGINE.count_tokens, texts)
         import litellm
 
         return [litellm.token_counter(model=self.model, text=text) for text in texts]
