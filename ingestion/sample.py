@@ -1,19 +1,24 @@
 """The bundled sample knowledge base (a fictional weather station), created and ingested on demand.
 
 Idempotent: documents whose text did not change are skipped, and their vectors come from the
-embedding cache, so calling it on every start costs a few milliseconds after the first run.
+embedding cache, so calling it on every start costs a few milliseconds after the first run. Each
+file is known by its name under `sample_kb/`, not by where the package is installed, so a second
+checkout or virtual environment sharing the data directory updates the same documents instead of
+adding copies (which would fill every answer's context with duplicates).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ragline.ingestion.service import IngestionService, Progress
+from ragline.ingestion.parsers import parse_file
+from ragline.ingestion.service import IngestionService, Progress, TextDocument
 from ragline.retrieval.errors import KnowledgeBaseNotFoundError
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.types import KnowledgeBase
 
 SAMPLE_KB_NAME = "sample"
+SAMPLE_SOURCE_PREFIX = "sample_kb/"
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "ragline" / "sample_kb"
 
 
@@ -33,5 +38,15 @@ async def ensure_sample_kb(stack: RetrievalStack, tenant_id: str = "default",
     except KnowledgeBaseNotFoundError:
         kb = stack.knowledge_bases.create(SAMPLE_KB_NAME, tenant_id=tenant_id, tags=["sample"],
                                           description="Aurora Home Weather Station manual (fictional product)")
-    await IngestionService(stack).ingest_files(kb.id, sample_files(), tenant_id, progress)
+    ingestion = IngestionService(stack)
+    docs = [sample_document(path) for path in sample_files()]
+    await ingestion.ingest_documents(kb.id, docs, tenant_id, progress)
+    current = {doc.source for doc in docs}
+    for stale in [k for k in stack.catalog.list_knowledge(kb.id) if k.source not in current]:
+        await ingestion.delete_knowledge(kb.id, stale.id, tenant_id)  # renamed, removed, or another checkout's path
     return kb
+
+
+def sample_document(path: Path) -> TextDocument:
+    parsed = parse_file(path)
+    return TextDocument.parsed(parsed, parsed.title or path.stem, f"{SAMPLE_SOURCE_PREFIX}{path.name}")
