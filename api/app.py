@@ -18,6 +18,7 @@ from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
 from ragline.api.guards import KeyLimiter, KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
 from ragline.api.services import open_services
+from ragline.graph import tracing
 from ragline.services import Services
 from ragline.settings import Settings, get_settings
 
@@ -45,6 +46,7 @@ ROUTES = [
     Route(f"{S}/continue-stream", chat.continue_stream, methods=["GET"]),
     Route(f"{S}/stop", chat.stop, methods=["POST"]),
     # messages
+    Route(f"{V1}/messages/search", messages.search_messages, methods=["GET"]),
     Route(f"{S}/messages", messages.list_messages, methods=["GET"]),
     Route(f"{S}/messages", messages.clear_messages, methods=["DELETE"]),
     Route(f"{S}/messages/{{message_id}}", messages.delete_message, methods=["DELETE"]),
@@ -96,9 +98,15 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_services(settings, services) as shared:
-            app.state.services = shared
-            yield
+        # spans per stage when OTEL_EXPORTER_OTLP_ENDPOINT or Langfuse keys are set (a host that enabled tracing keeps its own)
+        traced_here = not tracing.enabled() and tracing.configure_from_env()
+        try:
+            async with open_services(settings, services) as shared:
+                app.state.services = shared
+                yield
+        finally:
+            if traced_here:
+                tracing.shutdown()  # flush the last batch of spans
 
     app = Starlette(
         routes=ROUTES,

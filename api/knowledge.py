@@ -160,7 +160,7 @@ async def _upload(request: Request, fields: tuple[str, ...] = ()) -> tuple[str, 
         return inputs.file_name(upload.filename), data, {name: inputs.plain_text(value) for name, value in values.items()}
 
 
-@doc("Upload a document (multipart field 'file'; txt, md, html, pdf, docx, csv, xlsx, json)", TAG, multipart=("file", "title"), response=Knowledge, status=201, errors=(400, 401, 404, 413, 422))
+@doc("Upload a document (multipart field 'file'; txt, md, html, pdf, docx, csv, xlsx, json; png, jpg, webp, gif images are read by OCR)", TAG, multipart=("file", "title"), response=Knowledge, status=201, errors=(400, 401, 404, 413, 422))
 async def upload_document(request: Request) -> Response:
     from ragline.ingestion.parsers import parse_bytes
     from ragline.ingestion.service import TextDocument
@@ -171,7 +171,7 @@ async def upload_document(request: Request) -> Response:
     _owned(kb, who)
     filename, data, fields = await _upload(request, ("title",))
     parsed = await asyncio.to_thread(parse_bytes, data, Path(filename).suffix, filename)
-    document = TextDocument(parsed.text, fields["title"] or parsed.title or Path(filename).stem, f"upload:{filename}", parsed.file_type)
+    document = TextDocument.parsed(parsed, fields["title"] or parsed.title or Path(filename).stem, f"upload:{filename}")
     ingestion = await svc.ingestion()
     # a client that gives up stops the embedding; a half-written document is never listed
     [knowledge] = await inputs.while_connected(request, ingestion.ingest_documents(kb.id, [document], who.tenant_id))

@@ -1,4 +1,5 @@
-"""Message routes: load (paged), delete one, clear all, fork and rewind at a message."""
+"""Message routes: load (paged), delete one, clear all, fork and rewind at a message; search the
+tenant's indexed conversations."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs
 from ragline.api.openapi import doc
-from ragline.api.schemas import MessagePage, MessageRef, MessagesQuery, Rewound
+from ragline.api.schemas import MessagePage, MessageRef, MessageSearchPage, MessageSearchQuery, MessagesQuery, Rewound
 from ragline.api.services import services
 from ragline.service.sessions import Session
 
@@ -58,3 +59,18 @@ async def rewind(request: Request) -> Response:
     body = await inputs.body(request, MessageRef)
     removed = await svc.conversations.rewind(who, inputs.path(request, "session_id"), body.message_id)
     return JSONResponse(Rewound(removed=removed).model_dump())
+
+
+@doc("Search the tenant's past conversations (turns indexed into chat-history knowledge bases)", TAG, query=MessageSearchQuery, response=MessageSearchPage)
+async def search_messages(request: Request) -> Response:
+    """Seed: SearchMessages. Only turns indexed with chat_history_index (or the server's
+    RAGLINE_CHAT_HISTORY_INDEX) are searchable; each hit is one question/answer turn."""
+    svc = services(request)
+    who = svc.authenticate(request)
+    query = inputs.query(request, MessageSearchQuery)
+    await svc.stack()  # opens Chroma in a worker thread the first time, not on the event loop
+    items, total = await svc.runs.after_turn.chat_history.search(
+        who.tenant_id, query.q, mode=query.mode, offset=(query.page - 1) * query.page_size, limit=query.page_size
+    )
+    page = MessageSearchPage(items=items, total=total, page=query.page, page_size=query.page_size)
+    return JSONResponse(page.model_dump(mode="json"))

@@ -17,8 +17,9 @@ from ragline.retrieval.types import (
     KnowledgeBaseType,
     SearchResult,
 )
+from ragline.service.chat_history import MessageHit, SearchMode
 from ragline.service.conversations import Message
-from ragline.service.sessions import Session
+from ragline.service.sessions import LastRequestState, Session
 
 
 class Strict(BaseModel):
@@ -37,6 +38,28 @@ class SessionUpdate(Strict):
     title: str | None = Field(None, max_length=200)
     description: str | None = Field(None, max_length=2000)
     pinned: bool | None = Field(None, description="Pinned sessions are listed first.")
+    last_request_state: LastRequestState | None = Field(None, description="The input line's choices to restore (UI only); also saved by every question.")
+
+
+class MessageSearchQuery(Strict):
+    q: str = Field(min_length=1, max_length=defaults.MESSAGE_SEARCH_MAX_QUERY_CHARS, description="Words or a phrase to find in past questions and answers.")
+    mode: SearchMode = Field("hybrid", description="hybrid (vector and keyword, fused), vector or keyword.")
+    page: int = Field(1, ge=1, le=1_000)
+    page_size: int = Field(defaults.MESSAGE_SEARCH_PAGE_SIZE, ge=1, le=defaults.MESSAGE_SEARCH_MAX_PAGE_SIZE)
+
+    @field_validator("q")
+    @classmethod
+    def _has_words(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the search needs words, not only blanks")
+        return value.strip()
+
+
+class MessageSearchPage(BaseModel):
+    items: list[MessageHit]
+    total: int = Field(description=f"Turns matched (the search ranks at most {defaults.MESSAGE_SEARCH_MAX_HITS} chunks).")
+    page: int
+    page_size: int
 
 
 class PageQuery(Strict):

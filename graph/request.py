@@ -115,6 +115,8 @@ class PipelineRequest(_Frozen):
 
     # conversation
     max_history_rounds: int = Field(defaults.DEFAULT_HISTORY_ROUNDS, le=100, description="Question/answer rounds replayed; <= 0 turns multi-turn off.")
+    chat_history_search: bool = Field(False, description="Also search the caller's past conversations (their chat-history knowledge base).")
+    chat_history_index: bool | None = Field(None, description="Index this turn's question and answer into the caller's chat-history knowledge base; unset follows the server setting.")
 
     @model_validator(mode="after")
     def _has_question(self) -> PipelineRequest:
@@ -125,7 +127,7 @@ class PipelineRequest(_Frozen):
     @property
     def uses_knowledge(self) -> bool:
         """The seed's choice between the pure chat and the RAG pipeline."""
-        return bool(self.knowledge_base_ids or self.knowledge_ids or self.search_targets or self.web_search_enabled)
+        return bool(self.knowledge_base_ids or self.knowledge_ids or self.search_targets or self.web_search_enabled or self.chat_history_search)
 
 
 def _agent_config_fields() -> dict[str, Any]:

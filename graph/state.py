@@ -69,6 +69,7 @@ class ErrorKind(StrEnum):
     RERANK = "rerank"
     RETRIEVAL = "retrieval"  # a store failed: the turn cannot search
     INVALID_INPUT = "invalid_input"
+    INPUT_REFUSED = "input_refused"  # ValidateInput: the question is not answered at all
 
 
 @dataclass(frozen=True)

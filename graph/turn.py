@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 
-from ragline.graph import events
+from ragline.graph import events, tracing
 from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow, ResponseType, StreamResponse
 from ragline.graph.request import PipelineRequest
@@ -55,7 +55,8 @@ class TurnDriver:
         self.context = with_turn_ids(context)
         self.turn = turn_ids(self.context)
         configurable = {"thread_id": self.context.session_id, **((config or {}).get("configurable") or {})}
-        self.config: RunnableConfig = {**(config or {}), "configurable": configurable}
+        # with tracing on, one span per stage (graph/tracing.py); off, the config is unchanged
+        self.config: RunnableConfig = tracing.traced({**(config or {}), "configurable": configurable}, self.context)
         self.durability = durability
         self.failed = False
         self.failure: Exception | None = None  # what broke the graph, for the host's logs

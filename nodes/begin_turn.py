@@ -16,7 +16,8 @@ from pydantic import ValidationError
 
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
-from ragline.graph.request import effective_request
+from ragline.graph.input_check import Refusal, validate_input
+from ragline.graph.request import PipelineRequest, effective_request
 from ragline.graph.state import (
     PER_TURN_ACCUMULATING,
     PER_TURN_RESET,
@@ -36,12 +37,26 @@ def _invalid(turn: TurnIds, context: RunContext, exc: ValidationError) -> dict[s
     return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INVALID_INPUT, message)}
 
 
+def _refused(turn: TurnIds, context: RunContext, refusal: Refusal) -> dict[str, Any]:
+    """ValidateInput failed: a refusal event, and the turn ends before any search or model call."""
+    event = events.error(turn, refusal.message, code=ErrorKind.INPUT_REFUSED.value)
+    event.data = {**(event.data or {}), "reason": refusal.reason}
+    events.emit(context, event)
+    return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INPUT_REFUSED, refusal.message)}
+
+
+def _first_refusal(request: PipelineRequest) -> Refusal | None:
+    texts = [request.query, *(image.caption or "" for image in request.images)]
+    return next((refusal for text in texts if (refusal := validate_input(text)) is not None), None)
+
+
 async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Fix the turn's ids, settle the request, clear last turn's results, append the user message.
 
     The request is the agent's defaults (run context) overlaid with what the caller set. A host
     hands a built request; plain JSON input (Studio, a parent graph) is validated here, and
-    invalid input ends the turn with an error.
+    invalid input ends the turn with an error. A question that fails ValidateInput (injection,
+    script, control characters) ends it with an `input_refused` error before anything runs.
     """
     context = context_of(runtime)
     turn = turn_ids(context)  # the host's ids; minted only when a host gave none (Studio)
@@ -49,6 +64,9 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
         request = effective_request(state["request"], context.agent)
     except ValidationError as exc:
         return _invalid(turn, context, exc)
+    refusal = _first_refusal(request)
+    if refusal is not None:
+        return _refused(turn, context, refusal)
     user_message = HumanMessage(
         content=request.query,
         id=turn.user_message_id,

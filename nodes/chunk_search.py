@@ -26,6 +26,7 @@ from ragline.graph.state import (
     PipelineState,
     merge_search_results,
 )
+from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import (
     EmbeddingModelMismatchError,
     KnowledgeBaseAccessError,
@@ -94,12 +95,12 @@ def gate_whole_bases(query: str, results: list[SearchResult], scoped: set[str]) 
     return [kept.get(result.id, result) for result in results if result.id in scoped or result.id in kept]
 
 
-async def web_results(request: PipelineRequest, query: str, web: WebSearch) -> list[SearchResult]:
+async def web_results(request: PipelineRequest, query: str, web: WebSearch, tenant_id: str | None = None) -> list[SearchResult]:
     """searchWebIfEnabled: a failing web search costs its results, never the answer."""
     if not request.web_search_enabled:
         return []
     try:
-        return await asyncio.wait_for(web.search(query), defaults.WEB_SEARCH_TIMEOUT_S)
+        return await asyncio.wait_for(web.search(query, tenant_id), defaults.WEB_SEARCH_TIMEOUT_S)  # the tenant's provider
     except (WebSearchError, TimeoutError):
         return []
 
@@ -110,12 +111,12 @@ async def chunk_search(state: PipelineState, runtime: Runtime[RunContext]) -> di
     targets = state.get("search_targets", [])
     query = state.get("rewrite_query") or request.query
     services = services_of(runtime)
-    web = asyncio.ensure_future(web_results(request, query, services.web_search))
+    web = asyncio.ensure_future(web_results(request, query, services.web_search, context.tenant_id))
     results: list[SearchResult] = []
     if targets:
         try:
             results = await search_targets(services.retrieval, request, query, context.tenant_id, targets)
-        except RetrievalError as exc:
+        except (RetrievalError, EmbeddingError) as exc:  # EmbeddingError: the question cannot be embedded (retries spent)
             web.cancel()
             # a missing or forbidden knowledge base means a wrong request; anything else, a failing store
             kind = ErrorKind.INVALID_INPUT if isinstance(exc, _REQUEST_ERRORS) else ErrorKind.RETRIEVAL

@@ -12,18 +12,26 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, context_of
 from ragline.graph.state import ErrorKind, PipelineError, PipelineState
+from ragline.retrieval.chat_history import chat_history_targets
 from ragline.retrieval.scope import has_knowledge_scope, resolve_targets
 from ragline.services import services_of
 
 
 async def chunk_search_parallel(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Settle this turn's search targets (ids resolved to their knowledge bases)."""
+    """Settle this turn's search targets (ids resolved to their knowledge bases), plus the caller's
+    chat-history base when the request asks to search past conversations (seed: IndexMessageToKB)."""
     request = state["request"]
-    if not has_knowledge_scope(request):
+    if not has_knowledge_scope(request) and not request.chat_history_search:
         return {"search_targets": []}  # web search only
-    return {"search_targets": resolve_targets(request, services_of(runtime).retrieval.catalog)}
+    catalog = services_of(runtime).retrieval.catalog
+    targets = resolve_targets(request, catalog) if has_knowledge_scope(request) else []
+    if request.chat_history_search:  # the caller's own past conversations, never another user's or tenant's
+        context = context_of(runtime)
+        known = {t.knowledge_base_id for t in targets}
+        targets += [t for t in chat_history_targets(catalog, context.tenant_id, context.user_id) if t.knowledge_base_id not in known]
+    return {"search_targets": targets}
 
 
 async def check_search_nothing(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:

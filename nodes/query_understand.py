@@ -117,6 +117,8 @@ async def understand(state: PipelineState, services: Services) -> Understanding:
                 result = await client.chat(messages, options)
             except ChatModelError as exc:
                 last_error = exc
+                if exc.transient:  # down, not refusing structured output: the plain variant would fail alike
+                    break
                 continue
             return parse_understanding(result.content, request.query)
     assert last_error is not None

@@ -35,5 +35,6 @@ async def rerank(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str
         top_k=request.rerank_top_k,
         scoped=is_scoped(request),
         faq_boost=request.faq_score_boost if request.faq_priority_enabled else None,
+        vector_threshold=request.vector_threshold,
     )
     return {"rerank_results": results}

@@ -79,7 +79,10 @@ RERANK_RETRY_FACTOR = 0.7  # one retry at threshold*0.7 when nothing passes
 RERANK_RETRY_FLOOR = 0.3  # ...never below 0.3
 RERANK_MAX_CANDIDATES = 200  # passages sent to the rerank model at most
 RERANK_TIMEOUT_S = 60.0  # a slower rerank call falls back to search scores
-RERANK_PASSAGE_MAX_CHARS = 4000  # one passage per rerank document; longer ones are cut from the end
+RERANK_PASSAGE_MAX_CHARS = 4000  # one passage of a rerank model whose input limit nobody knows; longer ones are cut from the end
+RERANK_CHARS_PER_TOKEN = 3  # tokens -> characters for the rerank limit: below English's ~4, so a cut passage rarely overflows
+RERANK_TOKEN_MARGIN = 16  # tokens left for the model's own separators beside query and passage
+RERANK_PASSAGE_MIN_CHARS = 200  # a huge query never leaves a passage less than this
 COMPOSITE_MODEL_WEIGHT = 0.6  # composite = 0.6*model + 0.3*base + 0.1*source
 COMPOSITE_BASE_WEIGHT = 0.3
 COMPOSITE_SOURCE_WEIGHT = 0.1
@@ -88,7 +91,16 @@ MMR_LAMBDA = 0.7  # relevance vs. diversity
 MEMORY_AFFINITY_MIN_CITATIONS = 2  # documents cited at least twice before get a nudge
 MEMORY_AFFINITY_MAX_FACTOR = 1.15  # ...of at most 15%, only to break near-ties
 MEMORY_AFFINITY_LOG_WEIGHT = 0.05  # factor = 1 + 0.05*log2(citations): 2 -> x1.05, 20 -> x1.15 (the cap)
+MEMORY_AFFINITY_MAX_ANSWERS = 1000  # a caller's cited answers read per question: bounded, and enough to show a habit
 WIKI_BOOST_FACTOR = 1.3  # wiki pages are LLM-synthesised knowledge, preferred to raw chunks
+
+# --- remote model providers (chat, embedding, rerank through litellm) ---
+CHAT_TIMEOUT_S = 120.0  # longest silence from a chat provider: to connect, before a reply, between two stream chunks
+EMBEDDING_TIMEOUT_S = 30.0  # one batch of embeddings; a query waits on it, so it fails fast
+PROVIDER_RETRIES = 2  # a 429, a 5xx or a refused connection is tried again this often (3 calls in all)
+PROVIDER_RETRY_BASE_S = 0.5  # backoff before retry n: base*2^n, with jitter in [half, full] so replicas spread out
+PROVIDER_RETRY_MAX_S = 8.0  # ...never longer than this
+PROVIDER_RETRY_AFTER_MAX_S = 30.0  # a Retry-After longer than this is not waited for: the call fails (and degrades) now
 
 # --- streaming (stream/*.go) ---
 STREAM_TTL_S = 3600  # Redis event streams expire an hour after their last event
@@ -110,6 +122,13 @@ RUN_HEARTBEAT_S = 1.0  # lease renewal period (well under the TTL: two missed be
 RUN_RECOVERY_POLL_S = 1.0  # how often a replica looks for runs whose lease expired
 SESSION_PAGE_SIZE = 20  # sessions per page when the client names none
 SESSION_MAX_PAGE_SIZE = 100  # ...and at most, so one call never lists a whole tenant
+
+# --- conversations as knowledge (message.go IndexMessageToKB / SearchMessages) ---
+CHAT_HISTORY_TEXT_MAX_CHARS = 20_000  # of a question or answer indexed; a pasted book is not a conversation
+MESSAGE_SEARCH_MAX_QUERY_CHARS = 1000  # a message search is a phrase, not a document
+MESSAGE_SEARCH_PAGE_SIZE = 20  # hits per page when the client names none
+MESSAGE_SEARCH_MAX_PAGE_SIZE = 100  # ...and at most
+MESSAGE_SEARCH_MAX_HITS = 200  # chunks one search ranks: pages reach this far and no further
 MESSAGE_PAGE_SIZE = 20  # messages per page when the client names none
 MESSAGE_MAX_PAGE_SIZE = 200
 SESSION_BATCH_DELETE_MAX = 100  # ids in one batch delete
@@ -123,6 +142,21 @@ DOCUMENT_MAX_ROWS = 100_000  # rows of one CSV or sheet set: a table beyond it b
 DOCUMENT_MAX_PAGES = 2_000  # pages of one PDF
 ARCHIVE_MAX_UNPACKED_BYTES = 200 * 1024 * 1024  # a .docx/.xlsx unpacking to more than this is a decompression bomb
 TEXT_MIN_PRINTABLE_SHARE = 0.95  # a "text" file with more control characters than this is binary, not text
+
+# --- images in documents (seed: image_ocr / image_caption chunks, ImageInfo) ---
+IMAGE_MAX_BYTES = 20 * 1024 * 1024  # one image file; a 300 dpi A4 scan as PNG is ~5 MB
+IMAGE_MAX_PIXELS = 25_000_000  # checked from the header before decoding (decompression bombs); a 300 dpi A4 page is 8.7 M
+IMAGE_MIN_SIDE = 16  # smaller images (icons, bullets, spacers) hold no readable text: not stored, not read
+IMAGES_MAX_PER_DOCUMENT = 50  # OCR costs ~0.3-3 s an image on 2 cores; further images are counted, not read
+IMAGE_OCR_MAX_CHARS = 4_000  # text read from one image (about a dense page); the rest is cut
+IMAGE_OCR_MIN_SCORE = 0.5  # recognised lines below this confidence are noise (rapidocr's own default)
+IMAGE_OCR_DETECT_MAX_SIDE = 960  # the detector sees the image scaled to this longest side: 10x faster than upscaling, same text on screenshots
+IMAGE_CAPTION_MAX_TOKENS = 300  # a caption is a paragraph; the cap stops a rambling vision model
+IMAGE_CAPTION_MAX_CHARS = 2_000
+RERANK_IMAGE_OCR_MIN_CHARS = 200  # seed: an image with this much OCR is text (screenshot, table) and is reranked as text
+RERANK_IMAGE_VECTOR_FLOOR = 0.25  # seed: a rejected picture is kept when its vector score reaches max(vector threshold, this)
+RERANK_IMAGE_KEEP_MAX = 2  # seed: at most this many pictures kept that way (kept_by=image_vector)
+IMAGE_CAPTION_TIMEOUT_S = 60.0  # a vision call slower than this is skipped: OCR alone still indexes the image
 JSON_BODY_MAX_BYTES = 1024 * 1024  # a question with its options is far smaller; uploads use multipart
 JSON_MAX_DEPTH = 32  # our bodies nest 4 levels; 32 leaves room and refuses [[[...]]] bombs
 JSON_OFF_LOOP_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread, not on the event loop

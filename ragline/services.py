@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from ragline.entities.store import GraphStore
     from ragline.generation.intents import ExemplarIntents
+    from ragline.ingestion.image_chunks import ImageIndexer
     from ragline.ingestion.service import IngestionService
     from ragline.memory.service import MemoryService
     from ragline.models.chat import ChatClient
@@ -84,6 +85,11 @@ class Services:
             lazy = self._lazies.setdefault(name, _Lazy(factory))
         return lazy.get()
 
+    def is_open(self, name: str) -> bool:
+        """Whether a part (e.g. "retrieval") was opened already: cleanup need not open it."""
+        lazy = self._lazies.get(name)
+        return lazy is not None and lazy.opened is not None
+
     # --- knowledge ---
 
     @property
@@ -135,7 +141,19 @@ class Services:
         from ragline.ingestion.service import IngestionService
 
         # the graph store is opened on first need: a locked or unreachable graph must not stop indexing
-        return self._once("ingestion", lambda: IngestionService(self.retrieval, graph_store=lambda: self.graph_store, chat=self.chat()))
+        return self._once("ingestion", lambda: IngestionService(self.retrieval, graph_store=lambda: self.graph_store, chat=self.chat(),
+                                                                images=self.images))
+
+    @property
+    def images(self) -> ImageIndexer:
+        """Document images: stored under data_dir/images, read by offline OCR, captioned by vlm_model when set."""
+        from ragline.ingestion.image_chunks import ImageIndexer
+        from ragline.ingestion.images import ImageStore
+        from ragline.models.chat import ChatClient
+
+        settings = self.settings
+        vision = ChatClient(settings.vlm_model, settings.vlm_api_base, settings.vlm_api_key) if settings.vlm_model else None
+        return self._once("images", lambda: ImageIndexer(ImageStore(settings.data_dir / "images"), vision=vision))
 
     # --- models ---
 
@@ -150,23 +168,26 @@ class Services:
         """A client for `model`, else the configured chat model. The configured base URL and key
         apply to the configured model only: a per-request model uses its provider's own settings."""
         from ragline.models.chat import ChatClient
+        from ragline.models.retry import RetryPolicy
 
-        configured = self.settings.chat_model
+        configured, timeout, retry = self.settings.chat_model, self.settings.chat_timeout_s, RetryPolicy.from_settings(self.settings)
         if model is None or model == configured:
-            return self._once("chat", lambda: ChatClient(configured, self.settings.chat_api_base, self.settings.chat_api_key))
-        return ChatClient(model)
+            return self._once("chat", lambda: ChatClient(configured, self.settings.chat_api_base, self.settings.chat_api_key, timeout, retry))
+        return ChatClient(model, timeout=timeout, retry=retry)
 
     def reranker(self, model: str | None = None) -> Reranker | None:
         """The request's rerank model, else the configured one; None means no reranker (the offline default)."""
         from ragline.models.rerank import Reranker
+        from ragline.models.retry import RetryPolicy
 
         configured = self.settings.rerank_model
         name = model or configured
         if not name:
             return None
+        timeout, retry = self.settings.rerank_timeout_s, RetryPolicy.from_settings(self.settings)
         if name == configured:
-            return Reranker(name, self.settings.rerank_api_base, self.settings.rerank_api_key)
-        return Reranker(name)
+            return Reranker(name, self.settings.rerank_api_base, self.settings.rerank_api_key, timeout, retry)
+        return Reranker(name, timeout=timeout, retry=retry)
 
     # --- web and tables ---
 

@@ -45,6 +45,13 @@ class RetrievalFields(BaseModel):
     feedback_weight: float = Field(defaults.FEEDBACK_WEIGHT, ge=0, description="Hybrid: Rocchio beta, the weight of the hits' mean vector.")
 
 
+class TenantWebSearch(BaseModel):
+    """One tenant's web search provider (seed: the WebSearchProviderID allowed for a tenant)."""
+
+    provider: Literal["duckduckgo", "searxng"] = Field(description="The provider this tenant's questions search the web with.")
+    searxng_url: str | None = Field(None, description="This tenant's SearXNG instance; unset uses web_search_searxng_url.")
+
+
 class Settings(BaseSettings, RetrievalFields):
     model_config = SettingsConfigDict(env_prefix="RAGLINE_", env_file=".env", extra="ignore")
 
@@ -66,6 +73,19 @@ class Settings(BaseSettings, RetrievalFields):
     rerank_api_base: str | None = None
     rerank_api_key: str | None = None
 
+    # remote providers: per-call timeouts and retries (the local models run in-process and need neither)
+    chat_timeout_s: float = Field(defaults.CHAT_TIMEOUT_S, gt=0, description="Longest wait for a remote chat provider to connect, reply, or send the next chunk of a stream.")
+    embedding_timeout_s: float = Field(defaults.EMBEDDING_TIMEOUT_S, gt=0, description="Longest wait for one remote embedding call.")
+    rerank_timeout_s: float = Field(defaults.RERANK_TIMEOUT_S, gt=0, description="Longest wait for one rerank call; slower ones fall back to search scores.")
+    provider_retries: int = Field(defaults.PROVIDER_RETRIES, ge=0, description="Retries of a remote model call after a 429, a 5xx or a refused connection (never after 4xx, a timeout, or streamed text).")
+    provider_retry_base_s: float = Field(defaults.PROVIDER_RETRY_BASE_S, ge=0, description="Exponential backoff base: retry n waits base*2^n, jittered into [half, full].")
+    provider_retry_max_s: float = Field(defaults.PROVIDER_RETRY_MAX_S, ge=0, description="Longest backoff between two calls.")
+    provider_retry_after_max_s: float = Field(defaults.PROVIDER_RETRY_AFTER_MAX_S, ge=0, description="A 429's Retry-After is honoured up to this long; a longer one fails the call at once.")
+
+    vlm_model: str | None = Field(None, description="litellm vision model that captions document images at ingestion (openai/gpt-4o-mini, ollama/llava); none: OCR only, offline.")
+    vlm_api_base: str | None = None
+    vlm_api_key: str | None = None
+
     local_chat_context: int = Field(defaults.LOCAL_CHAT_CONTEXT, ge=512, description="Context window of the local llama.cpp model.")
     local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: the cores free at each call, see models/cpu.py).")
     local_chat_batch: int = Field(defaults.LOCAL_CHAT_BATCH, ge=8, description="Prompt tokens llama.cpp evaluates per batch.")
@@ -75,6 +95,7 @@ class Settings(BaseSettings, RetrievalFields):
     web_search_provider: str = Field("duckduckgo", description="Web search provider: duckduckgo (HTML, no key) or searxng (JSON).")
     web_search_duckduckgo_url: str = Field("https://html.duckduckgo.com/html/", description="DuckDuckGo HTML endpoint (tests point it at loopback).")
     web_search_searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON format enabled.")
+    tenant_web_search: dict[str, TenantWebSearch] = Field(default_factory=dict, description='Per-tenant provider replacing web_search_provider, as JSON: {"acme": {"provider": "searxng", "searxng_url": "https://..."}}.')
     web_search_max_results: int = Field(defaults.WEB_SEARCH_MAX_RESULTS, ge=1, le=50, description="Web results taken per question.")
     web_fetch_allow_private: bool = Field(False, description="Let web_fetch reach private, loopback and link-local addresses (intranets, tests).")
     web_fetch_allowed_networks: list[str] = Field(default_factory=list, description="Private networks web_fetch may reach (CIDR, e.g. 10.1.2.0/24) without allowing all.")
@@ -87,6 +108,7 @@ class Settings(BaseSettings, RetrievalFields):
 
     # long-term memory (ragline.memory)
     memory_store: str = Field("sqlite", description="Long-term memory store: sqlite (a file under data_dir), memory (lost on exit) or redis (redis_url, shared by replicas).")
+    chat_history_index: bool = Field(False, description="Index every answered turn into the caller's chat-history knowledge base (a request's chat_history_index overrides).")
     memory_min_score: float = Field(defaults.MEMORY_MIN_SCORE, ge=0, le=1, description="Similarity a memory needs to be recalled (tuned for multilingual-e5-small).")
 
     # --- the HTTP service (`ragline serve`) ---

@@ -17,5 +17,6 @@ class EmbedderPool:
             self._by_key[kb.embedding_key] = Embedder(
                 model=kb.embedding_model, api_base=kb.embedding_base_url or None,
                 batch_size=self.default.batch_size, cache=self.default.cache,
+                timeout=self.default.timeout, retry=self.default.retry,
             )
         return self._by_key[kb.embedding_key]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ragline import defaults
 from ragline.models.rerank import Reranker, RerankError
+from ragline.retrieval.rerank_limits import passage_max_chars
 from ragline.retrieval.searchutil import tokenize_simple
 from ragline.retrieval.types import ChunkType, SearchResult
 
@@ -103,6 +104,32 @@ def filter_by_threshold(scored: Sequence[Scored], threshold: float, keep_top1_mi
     return kept
 
 
+IMAGE_CHUNK_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
+
+
+def image_text(result: SearchResult) -> str:
+    """The OCR text an image hit carries (its ImageInfo, else an image_ocr chunk's own content)."""
+    texts = [str(image.get("ocr_text") or "") for image in result.metadata.get("images", []) or [] if isinstance(image, dict)]
+    return "\n".join(t for t in texts if t) or (result.content if result.chunk_type == ChunkType.IMAGE_OCR else "")
+
+
+def keep_image_hits(scored: Sequence[Scored], kept: Sequence[Scored], vector_threshold: float) -> list[Scored]:
+    """The seed's rule for image hits a text reranker turned down (internal/reranking/image.go).
+
+    An image with OCR >= 200 characters is text and stood or fell by the threshold like text. A
+    pictorial one (less OCR) whose own vector score was at least max(vector threshold, 0.25) is
+    kept anyway, at most 2, best vector score first, marked kept_by=image_vector: the reranker
+    only saw its words, not the picture. Kept even when no text passed.
+    """
+    passed = {s.result.id for s in kept}
+    floor = max(vector_threshold, defaults.RERANK_IMAGE_VECTOR_FLOOR)
+    pictures = [s for s in scored if s.result.id not in passed and s.result.chunk_type in IMAGE_CHUNK_TYPES
+                and len(image_text(s.result)) < defaults.RERANK_IMAGE_OCR_MIN_CHARS and (s.result.vector_score or 0.0) >= floor]
+    pictures.sort(key=lambda s: s.result.vector_score or 0.0, reverse=True)
+    return [Scored(s.result.model_copy(update={"metadata": {**s.result.metadata, "kept_by": "image_vector"}}), s.model_score)
+            for s in pictures[: defaults.RERANK_IMAGE_KEEP_MAX]]
+
+
 def composite_score(model_score: float, base_score: float, web: bool) -> float:
     """0.6*model + 0.3*base + 0.1*source weight (web 0.95, else 1.0), clamped to [0, 1]."""
     source_weight = defaults.WEB_SOURCE_WEIGHT if web else 1.0
@@ -173,7 +200,8 @@ def candidates(results: Sequence[SearchResult]) -> list[SearchResult]:
 
 
 async def model_scores(reranker: Reranker, query: str, results: list[SearchResult]) -> list[Scored]:
-    passages = [enriched_passage(r, defaults.RERANK_PASSAGE_MAX_CHARS) for r in results]
+    limit = passage_max_chars(reranker.model, query)  # the model's own input window, not a fixed size
+    passages = [enriched_passage(r, limit) for r in results]
     return [Scored(results[s.index], s.score) for s in await reranker.rerank(query, passages)]
 
 
@@ -183,7 +211,8 @@ def passthrough_scores(results: list[SearchResult]) -> list[Scored]:
 
 
 async def rerank_results(query: str, results: Sequence[SearchResult], reranker: Reranker | None, *, threshold: float,
-                         top_k: int, scoped: bool, faq_boost: float | None = None) -> list[SearchResult]:
+                         top_k: int, scoped: bool, faq_boost: float | None = None,
+                         vector_threshold: float = defaults.DEFAULT_VECTOR_THRESHOLD) -> list[SearchResult]:
     """Model scores (or search scores without a model, or when it fails), the threshold rules,
     composite scores, the FAQ boost when given, then MMR down to `top_k`.
 
@@ -192,16 +221,18 @@ async def rerank_results(query: str, results: Sequence[SearchResult], reranker: 
     """
     pool = candidates(results)
     kept: list[Scored]
+    pictures: list[Scored] = []
     if reranker is None:
         kept = passthrough_scores(pool)
     else:
         try:
             scored = await model_scores(reranker, query, pool)
             kept = filter_by_threshold(scored, threshold, 0.0 if scoped else defaults.RERANK_FALLBACK_MIN_SCORE)
+            pictures = keep_image_hits(scored, kept, vector_threshold)
         except RerankError:
             kept = passthrough_scores(pool)
     ranked = [with_composite(s) for s in kept]
     if faq_boost is not None:
         ranked = apply_faq_boost(ranked, faq_boost)
     ranked.sort(key=lambda r: r.score, reverse=True)
-    return select_mmr(ranked, top_k)
+    return select_mmr(ranked, top_k) + [with_composite(s) for s in pictures]  # after the ranked ones, outside top_k

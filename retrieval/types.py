@@ -33,6 +33,8 @@ class ChunkType(StrEnum):
     TEXT = "text"
     PARENT = "parent_text"  # context holder of parent/child chunking; never indexed itself
     FAQ = "faq"
+    IMAGE_OCR = "image_ocr"  # text read from an image of a document (or an uploaded image) by offline OCR
+    IMAGE_CAPTION = "image_caption"  # an image's description by the configured vision model
 
 
 class MatchType(StrEnum):

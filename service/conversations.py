@@ -8,6 +8,7 @@ is shown too, unfinished, with the text streamed so far.
 from __future__ import annotations
 
 import builtins
+import logging
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
@@ -25,8 +26,10 @@ from ragline.service.access import (
 from ragline.service.backend import Backend
 from ragline.service.replay import Transcript
 from ragline.service.runs import RunManager
-from ragline.service.sessions import Session, utcnow
+from ragline.service.sessions import LastRequestState, Session, utcnow
 from ragline.service.titles import generate_title
+
+log = logging.getLogger(__name__)
 
 
 class Message(BaseModel):
@@ -89,7 +92,9 @@ class SessionService:
 
     async def update(self, who: Principal, session_id: str, changes: dict[str, Any]) -> Session:
         await self.owned(who, session_id)
-        allowed = {k: v for k, v in changes.items() if k in ("title", "description", "pinned")}
+        allowed = {k: v for k, v in changes.items() if k in ("title", "description", "pinned", "last_request_state")}
+        if "last_request_state" in allowed:  # patch() copies without validating: hand it the model
+            allowed["last_request_state"] = LastRequestState.model_validate(allowed["last_request_state"])
         session = await self.backend.sessions.patch(session_id, {**allowed, "updated_at": utcnow()})
         if session is None:
             raise NotFoundError("session not found")
@@ -105,7 +110,19 @@ class SessionService:
         await self.backend.sessions.delete(sessions)
         for session in sessions:
             await self.backend.checkpointer.adelete_thread(session.id)
+            await self._forget_indexed(who.tenant_id, session.id)
         return [session.id for session in sessions]
+
+    async def _forget_indexed(self, tenant_id: str, session_id: str) -> None:
+        """A deleted conversation stops answering questions: its indexed turns go too. No
+        retrieval stack open means nothing was indexed by this process (and any other replica's
+        turns stay until the next delete there)."""
+        if not self.runs.services.is_open("retrieval"):
+            return
+        try:
+            await self.runs.after_turn.chat_history.forget_session(tenant_id, session_id)
+        except Exception:
+            log.warning("removing the indexed turns of session %s failed", session_id, exc_info=True)
 
     async def generate_title(self, who: Principal, session_id: str, query: str | None = None) -> Session:
         session = await self.owned(who, session_id)

@@ -15,7 +15,7 @@ MODEL_FIELDS = ("chat_model", "query_understand_model", "vlm_model", "rerank_mod
 
 
 def allowed_models(settings: Settings, tenant_id: str) -> set[str]:
-    configured = {settings.chat_model, settings.query_understand_model, settings.rerank_model}
+    configured = {settings.chat_model, settings.query_understand_model, settings.vlm_model, settings.rerank_model}
     extra = settings.tenant_models.get(tenant_id, settings.allowed_models)
     return {model for model in (*configured, *extra) if model}
 

@@ -37,13 +37,14 @@ from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
+from ragline.service.after_turn import AfterTurn
 from ragline.service.backend import Backend
 from ragline.service.logs import bind_log_ids
 from ragline.service.models import check_models
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
-from ragline.service.sessions import Session, utcnow
+from ragline.service.sessions import LastRequestState, Session, utcnow
 from ragline.service.titles import generate_title
 from ragline.services import Services
 
@@ -87,6 +88,7 @@ class RunManager:
         self.backend = backend
         self.services = services  # the composition root's services, handed to every run
         self.settings = backend.settings
+        self.after_turn = AfterTurn(services, self.settings)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl_s = self.settings.run_lease_ttl_s
         self._runs: dict[str, _Run] = {}
@@ -142,7 +144,7 @@ class RunManager:
             raise ConflictError(f"a reply is still being generated in this session (message {running.assistant_message_id}); stop it or wait")
         first = events.agent_query(turn_of(record), request.query, title_pending=record.title_pending)
         await self.backend.streams.append(record.session_id, record.message_id, dump(first))
-        await self.backend.sessions.patch(session.id, {"updated_at": utcnow()})
+        await self.backend.sessions.patch(session.id, {"updated_at": utcnow(), "last_request_state": LastRequestState.of(request)})
         self._launch(record, request, resume=False)
         if record.title_pending:
             self._spawn(self._title(record, request))
@@ -248,11 +250,25 @@ class RunManager:
                 await self._settle_answer(run)
             except Exception:
                 log.exception("could not save the answer of run %s", record.message_id)
+            await self._after_turn(run)
         if not run.already_complete:
             for event in run.driver.closing():  # cards left open, then complete
                 await self._write(run, dump(event), final=True)
         await self.backend.registry.finish(record)
         await self.backend.sessions.patch(record.session_id, {"updated_at": utcnow()})
+
+    async def _after_turn(self, run: _Run) -> None:
+        """Citations into the caller's ledger, the turn into their chat history when asked
+        (service/after_turn.py); in the background: the client's `complete` never waits on them."""
+        if run.cancelled:
+            return
+        try:
+            jobs = await self.after_turn.jobs(self.backend.graph, run.record, run.request, run.transcript)
+        except Exception:
+            log.warning("reading the answered turn of run %s failed", run.record.message_id, exc_info=True)
+            return
+        for job in jobs:
+            self._spawn(job)
 
     async def _settle_answer(self, run: _Run) -> None:
         """The saved assistant message and the client's transcript must agree."""

@@ -17,13 +17,39 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
+
+from ragline.graph.request import PipelineRequest
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class LastRequestState(BaseModel):
+    """The choices of the input line at the session's last question, restored when the user comes
+    back (seed: UpdateSessionLastRequestState; for the UI only, never read by the pipeline)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    knowledge_base_ids: builtins.list[str] = Field(default_factory=list, max_length=100)
+    knowledge_ids: builtins.list[str] = Field(default_factory=list, max_length=200)
+    chat_model: str | None = Field(None, max_length=200)
+    rerank_model: str | None = Field(None, max_length=200)
+    web_search_enabled: bool = False
+    chat_history_search: bool = False
+    thinking: bool | None = None
+
+    @classmethod
+    def of(cls, request: PipelineRequest) -> LastRequestState:
+        return cls(
+            knowledge_base_ids=[*request.knowledge_base_ids, *(t.knowledge_base_id for t in request.search_targets)],
+            knowledge_ids=list(request.knowledge_ids), chat_model=request.chat_model, rerank_model=request.rerank_model,
+            web_search_enabled=request.web_search_enabled, chat_history_search=request.chat_history_search,
+            thinking=request.summary.thinking,
+        )
 
 
 class Session(BaseModel):
@@ -37,6 +63,7 @@ class Session(BaseModel):
     updated_at: datetime = Field(default_factory=utcnow)
     parent_session_id: str | None = None
     forked_from_message_id: str | None = None
+    last_request_state: LastRequestState | None = None
 
     def sort_key(self) -> float:
         """Pinned first, then the most recently updated (a Redis sorted-set score)."""

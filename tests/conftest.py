@@ -42,8 +42,7 @@ def scripted_server() -> Iterator[ScriptedModel]:
 @pytest.fixture
 def scripted_model(scripted_server: ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
     """The configured chat model becomes the scripted server, with fresh rules per test."""
-    scripted_server.rules.clear()
-    scripted_server.requests.clear()
+    scripted_server.reset()
     monkeypatch.setenv("RAGLINE_CHAT_MODEL", SCRIPTED)
     monkeypatch.setenv("RAGLINE_CHAT_API_BASE", scripted_server.base_url)
     monkeypatch.setenv("RAGLINE_CHAT_API_KEY", "scripted-key")

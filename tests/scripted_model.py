@@ -3,6 +3,10 @@
 Tests reach it through litellm exactly as they would reach OpenAI (model "openai/scripted",
 api_base = server.base_url), so the real client code path is exercised: streaming chunks,
 reasoning_content deltas, finish reasons, HTTP errors.
+
+It also serves embeddings (OpenAI's /v1/embeddings: "openai/scripted-embed", api_base =
+base_url) and rerank (Cohere's /v1/rerank: "cohere/scripted-rerank", api_base = root_url: /v2/rerank), each
+with its own rules (`on_embedding`, `on_rerank`) so that chat rules never answer them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class Reply:
     delay: float = 0.0  # seconds before a non-streamed reply (a slow model)
     raw: str | None = None  # a 200 whose body is this text instead of JSON (a malformed reply)
     cut_after: int | None = None  # the stream stops after this many chunks, without a finish or [DONE]
+    headers: dict[str, str] = field(default_factory=dict)  # sent with an error status (Retry-After)
+    scores: list[float] | None = None  # rerank: one score per document (default: word overlap with the query)
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> Reply:
@@ -61,6 +67,10 @@ class ScriptedModel:
         self.rules: list[tuple[Predicate, Reply, int | None]] = []
         self.default = Reply.text("scripted answer")
         self.requests: list[dict[str, Any]] = []
+        self.embedding_rules: list[tuple[Predicate, Reply, int | None]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.rerank_rules: list[tuple[Predicate, Reply, int | None]] = []
+        self.rerank_requests: list[dict[str, Any]] = []
         self.port = _free_port()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -69,26 +79,53 @@ class ScriptedModel:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def root_url(self) -> str:
+        """Base URL without /v1 (Cohere-style clients add /v1/rerank themselves)."""
+        return f"http://127.0.0.1:{self.port}"
+
     def on(self, predicate: Predicate, reply: Reply, times: int | None = None) -> None:
         """Answer requests matching predicate with reply (first matching rule wins)."""
         self.rules.append((predicate, reply, times))
 
-    def _reply_for(self, body: dict[str, Any]) -> Reply:
-        for index, (predicate, reply, times) in enumerate(self.rules):
+    def on_embedding(self, reply: Reply, times: int | None = None) -> None:
+        """Answer embedding requests with reply (only status, headers, delay and raw apply)."""
+        self.embedding_rules.append((lambda _b: True, reply, times))
+
+    def on_rerank(self, reply: Reply, times: int | None = None) -> None:
+        """Answer rerank requests with reply (status, headers, delay, raw and scores apply)."""
+        self.rerank_rules.append((lambda _b: True, reply, times))
+
+    def reset(self) -> None:
+        """Forget every rule and request (a fresh server for the next test)."""
+        for log in (self.rules, self.requests, self.embedding_rules, self.embedding_requests, self.rerank_rules, self.rerank_requests):
+            log.clear()
+
+    def _reply_for(self, body: dict[str, Any], rules: list[tuple[Predicate, Reply, int | None]] | None = None) -> Reply | None:
+        rules = self.rules if rules is None else rules
+        for index, (predicate, reply, times) in enumerate(rules):
             if predicate(body):
                 if times is not None:
-                    self.rules[index] = (predicate, reply, times - 1) if times > 1 else (lambda _b: False, reply, 0)
+                    rules[index] = (predicate, reply, times - 1) if times > 1 else (lambda _b: False, reply, 0)
                 return reply
-        return self.default
+        return self.default if rules is self.rules else None
+
+    @staticmethod
+    def _fault(reply: Reply) -> Response | None:
+        """The scripted failure of a reply (an error status or a malformed body), if it has one."""
+        if reply.status != 200:
+            return JSONResponse({"error": {"message": reply.error, "type": "scripted"}}, status_code=reply.status, headers=reply.headers)
+        if reply.raw is not None:
+            return Response(reply.raw, media_type="application/json")
+        return None
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
         reply = self._reply_for(body)
-        if reply.status != 200:
-            return JSONResponse({"error": {"message": reply.error, "type": "scripted"}}, status_code=reply.status)
-        if reply.raw is not None:
-            return Response(reply.raw, media_type="application/json")
+        assert reply is not None
+        if (fault := self._fault(reply)) is not None:
+            return fault
         if not body.get("stream"):
             if reply.delay:
                 await asyncio.sleep(reply.delay)
@@ -111,8 +148,38 @@ class ScriptedModel:
             yield _sse(_chunk({}, reply.finish_reason))
         yield "data: [DONE]\n\n"
 
+    async def _embeddings(self, request: Request) -> Response:
+        body = await request.json()
+        self.embedding_requests.append(body)
+        reply = self._reply_for(body, self.embedding_rules) or Reply()
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if (fault := self._fault(reply)) is not None:
+            return fault
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": _vector(str(text))} for i, text in enumerate(texts)]
+        return JSONResponse({"object": "list", "data": data, "model": "scripted-embed", "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    async def _rerank(self, request: Request) -> Response:
+        body = await request.json()
+        self.rerank_requests.append(body)
+        reply = self._reply_for(body, self.rerank_rules) or Reply()
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if (fault := self._fault(reply)) is not None:
+            return fault
+        documents = [d if isinstance(d, str) else d.get("text", "") for d in body["documents"]]
+        scores = reply.scores or [_overlap(body["query"], d) for d in documents]
+        results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"])
+        return JSONResponse({"id": "rerank-scripted", "results": results, "meta": {"billed_units": {"search_units": 1}}})
+
     def start(self) -> ScriptedModel:
-        app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+        app = Starlette(routes=[
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+            Route("/v1/rerank", self._rerank, methods=["POST"]),
+            Route("/v2/rerank", self._rerank, methods=["POST"]),  # litellm's cohere/ models speak v2
+        ])
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
@@ -129,6 +196,21 @@ class ScriptedModel:
             self._server.should_exit = True
         if self._thread:
             self._thread.join(timeout=5)
+
+
+def _vector(text: str, dims: int = 8) -> list[float]:
+    """A deterministic unit vector of the text's words (equal texts, equal vectors)."""
+    values = [0.0] * dims
+    for word in text.lower().split():
+        values[sum(map(ord, word)) % dims] += 1.0
+    norm = sum(v * v for v in values) ** 0.5 or 1.0
+    return [v / norm for v in values]
+
+
+def _overlap(query: str, document: str) -> float:
+    """Share of the query's words found in the document: a stand-in relevance score."""
+    words = set(query.lower().split())
+    return len(words & set(document.lower().split())) / len(words) if words else 0.0
 
 
 def _free_port() -> int:

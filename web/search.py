@@ -3,7 +3,8 @@
 Replaces the seed's webSearchService + searchutil.ConvertWebSearchResults: a provider returns
 `WebResult`s, which become the pipeline's `SearchResult` with the URL as id and knowledge id,
 knowledge base "web" and metadata source=web_search, so rerank, merge and citations treat them as
-web sources. Base URLs come from settings, so tests (and private deployments) point them anywhere.
+web sources. Base URLs come from settings, so tests (and private deployments) point them anywhere;
+a deployment may give a tenant its own provider (settings.tenant_web_search).
 """
 
 from __future__ import annotations
@@ -177,14 +178,18 @@ def _unique(results: list[WebResult]) -> list[WebResult]:
     return out
 
 
-def provider_from_settings(settings: Settings) -> WebSearchProvider:
-    if settings.web_search_provider == "searxng":
-        if not settings.web_search_searxng_url:
-            raise WebSearchError("web_search_provider=searxng needs RAGLINE_WEB_SEARCH_SEARXNG_URL")
-        return SearXNGProvider(settings.web_search_searxng_url)
-    if settings.web_search_provider == "duckduckgo":
+def provider_from_settings(settings: Settings, tenant_id: str | None = None) -> WebSearchProvider:
+    """The tenant's own provider when the deployment chose one for it, else the default one."""
+    chosen = settings.tenant_web_search.get(tenant_id) if tenant_id is not None else None
+    name = chosen.provider if chosen is not None else settings.web_search_provider
+    searxng_url = (chosen.searxng_url if chosen is not None else None) or settings.web_search_searxng_url
+    if name == "searxng":
+        if not searxng_url:
+            raise WebSearchError("web_search_provider=searxng needs RAGLINE_WEB_SEARCH_SEARXNG_URL (or the tenant's searxng_url)")
+        return SearXNGProvider(searxng_url)
+    if name == "duckduckgo":
         return DuckDuckGoProvider(settings.web_search_duckduckgo_url)
-    raise WebSearchError(f"unknown web search provider {settings.web_search_provider!r}; choose duckduckgo or searxng")
+    raise WebSearchError(f"unknown web search provider {name!r}; choose duckduckgo or searxng")
 
 
 async def search_web(query: str, provider: WebSearchProvider, max_results: int) -> list[SearchResult]:
@@ -202,5 +207,6 @@ class WebSearch:
     def from_settings(cls, settings: Settings) -> WebSearch:
         return cls(settings)
 
-    async def search(self, query: str) -> list[SearchResult]:
-        return await search_web(query, provider_from_settings(self.settings), self.settings.web_search_max_results)
+    async def search(self, query: str, tenant_id: str | None = None) -> list[SearchResult]:
+        """Search with the asking tenant's provider (the deployment's default for other tenants)."""
+        return await search_web(query, provider_from_settings(self.settings, tenant_id), self.settings.web_search_max_results)

@@ -24,6 +24,8 @@ def test_explicit_documents_or_tags_make_a_scoped_search():
 
 
 class _Reranker:
+    model = "cohere/rerank-english-v3.0"
+
     def __init__(self, scores=None, error=None):
         self.scores, self.error = scores, error
 

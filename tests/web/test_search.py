@@ -72,3 +72,24 @@ def test_the_default_provider_needs_no_key_and_searxng_needs_a_url(monkeypatch):
         provider_from_settings(Settings())
     monkeypatch.setenv("RAGLINE_WEB_SEARCH_SEARXNG_URL", "http://127.0.0.1:9")
     assert provider_from_settings(Settings()).name == "searxng"
+
+
+async def test_a_tenant_searches_with_its_own_provider_and_others_with_the_default(site):
+    from ragline.web.search import WebSearch
+
+    site.pages["/html/"] = Page(DDG_PAGE)
+    site.pages["/acme/search"] = Page(json.dumps({"results": [{"url": "https://acme.example/a", "content": "acme hit"}]}),
+                                      content_type="application/json")
+    settings = Settings(web_search_duckduckgo_url=site.url("/html/"),
+                        tenant_web_search={"acme": {"provider": "searxng", "searxng_url": site.url("/acme")}})
+    web = WebSearch.from_settings(settings)
+    assert [r.id for r in await web.search("q", "acme")] == ["https://acme.example/a"]
+    assert [r.id for r in await web.search("q", "globex")][0] == "https://example.org/eiffel"
+    assert [r.id for r in await web.search("q")][0] == "https://example.org/eiffel"
+
+
+def test_a_tenant_choosing_searxng_without_an_instance_is_refused_at_search_time():
+    settings = Settings(tenant_web_search={"acme": {"provider": "searxng"}})
+    with pytest.raises(WebSearchError, match="searxng"):
+        provider_from_settings(settings, "acme")
+    assert isinstance(provider_from_settings(settings, "globex"), DuckDuckGoProvider)

@@ -1,0 +1,138 @@
+"""A document's images become the seed's image chunks: `image_ocr` (offline) and `image_caption` (vision model).
+
+Each image is stored once (content-addressed), read by OCR in a worker thread and, when a vision
+model is configured, described by it. Its chunks carry the seed's ImageInfo in
+`metadata["images"]` (url, caption, ocr_text), so reranking and the answer prompt show the image
+with its text and a citation can point at it. They are self-contained passages: `parent_id`
+stays empty (in Ragline a parent *replaces* a hit's content, which would hide the image's own
+text); the text chunk the image stands in is linked as `metadata["text_chunk_id"]`.
+An image with no text and no caption makes no chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragline import defaults
+from ragline.ingestion.chunker import chunk_text, embedding_text
+from ragline.ingestion.images import ExtractedImage, ImageStore
+from ragline.ingestion.ocr import OcrEngine
+from ragline.models.chat import ChatClient, ChatOptions
+from ragline.retrieval.catalog import ChunkRecord
+from ragline.retrieval.tokenizer import tokenize
+from ragline.retrieval.types import ChunkType
+
+log = logging.getLogger(__name__)
+IMAGE_CHUNK_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
+CAPTION_PROMPT = (
+    "Describe this image from a document for a search index in one short paragraph: what it shows, "
+    "and any numbers, labels or trends a reader would look for. Do not transcribe long text."
+)
+_MIME = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"}
+
+
+@dataclass(frozen=True)
+class ImageReading:
+    image: ExtractedImage
+    ocr_text: str
+    caption: str = ""
+
+
+class ImageIndexer:
+    """Store, read and describe images; constructed once (the OCR engine loads on first use)."""
+
+    def __init__(self, store: ImageStore, ocr: OcrEngine | None = None, vision: ChatClient | None = None) -> None:
+        self.store = store
+        self.ocr = ocr or OcrEngine()
+        self.vision = vision
+
+    @property
+    def signature(self) -> str:
+        """Part of a document's content hash: a new vision model re-reads unchanged documents."""
+        return f"images:ocr:{self.vision.model if self.vision else ''}"
+
+    async def read(self, image: ExtractedImage) -> ImageReading:
+        """One image: stored, OCR'd off the event loop (a cancelled upload stops after this image)."""
+        await asyncio.to_thread(self.store.save, image)
+        ocr_text = await asyncio.to_thread(self.ocr.read, image.data)
+        return ImageReading(image, ocr_text.strip(), await self.caption(image))
+
+    async def caption(self, image: ExtractedImage) -> str:
+        """The vision model's description, or "" without one or when it fails (OCR still indexes the image)."""
+        if self.vision is None:
+            return ""
+        uri = f"data:{_MIME[image.ext]};base64,{base64.b64encode(image.data).decode()}"
+        messages: list[dict[str, Any]] = [{"role": "user", "content": [
+            {"type": "text", "text": CAPTION_PROMPT}, {"type": "image_url", "image_url": {"url": uri}},
+        ]}]
+        try:
+            result = await asyncio.wait_for(self.vision.chat(messages, ChatOptions(temperature=0, max_tokens=defaults.IMAGE_CAPTION_MAX_TOKENS)),
+                                            defaults.IMAGE_CAPTION_TIMEOUT_S)
+        except Exception as exc:  # asyncio.CancelledError is not an Exception: a cancelled upload still stops
+            log.warning("captioning %s with %s failed, OCR only: %s", image.url, self.vision.model, exc)
+            return ""
+        return result.content.strip()[: defaults.IMAGE_CAPTION_MAX_CHARS]
+
+    async def chunks(self, images: Sequence[ExtractedImage], text_chunks: Sequence[ChunkRecord], chunk_size: int,
+                     kb_id: str, knowledge_id: str, title: str) -> list[ChunkRecord]:
+        """The image chunks of one document, numbered after its text chunks."""
+        readings = [await self.read(image) for image in images]  # one at a time: OCR already fills the cores
+        return image_chunk_records(readings, text_chunks, chunk_size, kb_id, knowledge_id, title)
+
+
+def image_info(reading: ImageReading, ocr_text: str) -> dict[str, Any]:
+    """The seed's ImageInfo for one chunk (ocr_text: the part of the image's text this chunk holds)."""
+    image = reading.image
+    return {"url": image.url, "caption": reading.caption, "ocr_text": ocr_text, "width": image.width, "height": image.height,
+            "origin": image.origin}
+
+
+def anchor_of(url: str, text_chunks: Sequence[ChunkRecord]) -> ChunkRecord | None:
+    """The first text chunk where the image's Markdown reference stands (parents are not searched)."""
+    return next((c for c in text_chunks if c.chunk_type == ChunkType.TEXT and url in c.content), None)
+
+
+def image_chunk_records(readings: Sequence[ImageReading], text_chunks: Sequence[ChunkRecord], chunk_size: int,
+                        kb_id: str, knowledge_id: str, title: str = "") -> list[ChunkRecord]:
+    """OCR text cut like any text (chunk_size), one caption chunk; empty readings make nothing."""
+    out: list[ChunkRecord] = []
+    start = sum(1 for c in text_chunks if c.chunk_type == ChunkType.TEXT)
+    for reading in readings:
+        anchor = anchor_of(reading.image.url, text_chunks)
+        headings = list(anchor.metadata.get("headings", [])) if anchor else []
+        doc_title = title or (str(anchor.metadata.get("title", "")) if anchor else "")
+        pieces = [(ChunkType.IMAGE_OCR, d.content) for d in chunk_text(reading.ocr_text, chunk_size, 0)] if reading.ocr_text else []
+        if reading.caption:
+            pieces.append((ChunkType.IMAGE_CAPTION, reading.caption))
+        for kind, content in pieces:
+            metadata = {"headings": headings, "title": doc_title, "text_chunk_id": anchor.id if anchor else None,
+                        "images": [image_info(reading, content if kind == ChunkType.IMAGE_OCR else "")]}
+            text = embedding_text(content, headings)
+            out.append(ChunkRecord(uuid.uuid4().hex, kb_id, knowledge_id, start + len(out), content, kind, metadata=metadata,
+                                   tokens=_tokens(text, doc_title)))
+    return out
+
+
+def carry_over(old: Sequence[ChunkRecord], text_chunks: Sequence[ChunkRecord]) -> list[ChunkRecord]:
+    """A reparse keeps the image chunks (their text came from the images, not from the stored text):
+    fresh ids, numbered after the new text chunks, linked to the text chunk that now holds the image."""
+    start = sum(1 for c in text_chunks if c.chunk_type == ChunkType.TEXT)
+    out = []
+    for i, chunk in enumerate(c for c in old if c.chunk_type in IMAGE_CHUNK_TYPES):
+        images = chunk.metadata.get("images") or [{}]
+        anchor = anchor_of(str(images[0].get("url", "")), text_chunks)
+        metadata = {**chunk.metadata, "text_chunk_id": anchor.id if anchor else None}
+        out.append(ChunkRecord(uuid.uuid4().hex, chunk.knowledge_base_id, chunk.knowledge_id, start + i, chunk.content,
+                               chunk.chunk_type, metadata=metadata, tokens=chunk.tokens))
+    return out
+
+
+def _tokens(text: str, title: str) -> list[str]:
+    # same as service.keyword_tokens (kept here to avoid an import cycle): the title is a BM25 field
+    return (tokenize(title) if title and title != "untitled" else []) + tokenize(text)

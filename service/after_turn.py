@@ -1,0 +1,71 @@
+"""What a finished turn leaves behind beside its messages (seed: message.go IndexMessageToKB and
+the citation history memory_affinity.go reads).
+
+When a turn has been answered, the run manager hands it here once: the documents the answer
+cites go into the caller's citation ledger (memory affinity across all their sessions), and the
+question and answer go into their chat-history knowledge base when the request or the server
+asks for it. Both run in the background after `complete`; a failure is logged, never shown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from ragline.graph.request import PipelineRequest
+from ragline.memory.citations import CitationLedger, cited_documents
+from ragline.service import threads
+from ragline.service.chat_history import AnsweredTurn, ChatHistoryService
+from ragline.service.registry import RunRecord
+from ragline.service.replay import Transcript
+from ragline.services import Services
+from ragline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Job = Coroutine[Any, Any, None]
+
+
+def wants_index(request_flag: bool | None, server_default: bool) -> bool:
+    """The request's own choice wins; unset follows the server setting (off unless configured)."""
+    return server_default if request_flag is None else request_flag
+
+
+class AfterTurn:
+    def __init__(self, services: Services, settings: Settings) -> None:
+        self.services = services
+        self.settings = settings
+        self.chat_history = ChatHistoryService(services)
+
+    async def jobs(self, graph: Any, record: RunRecord, request: PipelineRequest, shown: Transcript) -> list[Job]:
+        """The background work of one answered turn (none for a stopped, failed or empty one)."""
+        if shown.stopped or shown.failed or not shown.answer.strip():
+            return []
+        values = (await threads.snapshot(graph, record.session_id)).values
+        saved = next((m for m in values.get("messages", []) if m.id == record.assistant_message_id), None)
+        jobs: list[Job] = []
+        if isinstance(saved, AIMessage) and (documents := cited_documents(threads.text_of(saved))):
+            jobs.append(self._record_citations(record, documents))
+        response = values.get("chat_response")
+        # the "not found" fallback is no answer: indexed, it would only be found again
+        if wants_index(request.chat_history_index, self.settings.chat_history_index) and response is not None and not response.fallback:
+            turn = AnsweredTurn(record.tenant_id, record.owner_id, record.session_id, record.request_id,
+                                record.user_message_id, record.assistant_message_id, record.query, shown.answer)
+            jobs.append(self._index(turn))
+        return jobs
+
+    async def _record_citations(self, record: RunRecord, documents: set[str]) -> None:
+        try:
+            ledger = CitationLedger(self.services.memory_store)
+            await ledger.record(record.tenant_id, record.owner_id, record.assistant_message_id, documents)
+        except Exception:
+            log.warning("recording the citations of %s failed", record.assistant_message_id, exc_info=True)
+
+    async def _index(self, turn: AnsweredTurn) -> None:
+        try:
+            await self.chat_history.index_turn(turn)
+        except Exception:
+            log.warning("indexing turn %s into the chat history failed", turn.request_id, exc_info=True)
