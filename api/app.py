@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from ragline.api import chat, health, knowledge, memories, messages, metrics, page, sessions
+from ragline.api import chat, health, images, jobs, knowledge, memories, messages, metrics, page, sessions, wiki
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
 from ragline.api.guards import KeyLimiter, KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
@@ -68,6 +68,13 @@ ROUTES = [
     Route(f"{KB}/faq", knowledge.list_faq, methods=["GET"]),
     Route(f"{KB}/faq", knowledge.upsert_faq, methods=["POST"]),
     Route(f"{KB}/faq/import", knowledge.import_faq, methods=["POST"]),
+    Route(f"{KB}/jobs/{{job_id}}", jobs.get_job, methods=["GET"]),  # uploads and text documents are ingestion jobs
+    Route(f"{KB}/jobs/{{job_id}}", jobs.cancel_job, methods=["DELETE"]),
+    Route(f"{KB}/jobs/{{job_id}}/cancel", jobs.cancel_job, methods=["POST"]),
+    Route(f"{KB}/jobs/{{job_id}}/events", jobs.job_events, methods=["GET"]),
+    Route(f"{KB}/wiki", wiki.wiki_status, methods=["GET"]),
+    Route(f"{KB}/wiki/rebuild", wiki.rebuild_wiki, methods=["POST"]),
+    Route(f"{V1}/images/{{name}}", images.get_image, methods=["GET"]),  # stored images that answers cite
     # long-term memories of the caller
     Route(f"{V1}/memories", memories.list_memories, methods=["GET"]),
     Route(f"{V1}/memories", memories.add_memory, methods=["POST"]),

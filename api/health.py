@@ -29,6 +29,9 @@ async def health(request: Request) -> Response:
     if svc.backend.redis is not None:
         probes.append(("redis", svc.backend.redis.ping))
     probes.append(("checkpoints", lambda: svc.backend.checkpointer.aget_tuple({"configurable": {"thread_id": "health-check"}})))
+    if svc.core.is_open("retrieval"):  # a probe never opens the stores itself: the first question does
+        catalog = svc.core.retrieval.catalog
+        probes.append(("catalog", lambda: asyncio.to_thread(catalog.get_kb, "health-check")))
     checks = dict(await asyncio.gather(*(_check(name, probe) for name, probe in probes)))
     healthy = all(answer == "ok" for answer in checks.values())
     body = Health(

@@ -2,14 +2,15 @@
 FAQ entries and import, hybrid search — over the retrieval and ingestion packages.
 
 The tenant comes from the API key, never from the body. Another tenant's knowledge base answers
-404 like a missing one; writes need the owning tenant. Uploads are parsed and indexed before the
-response (201 with the document).
+404 like a missing one; writes need the owning tenant. Uploads and text documents answer at once
+with 202 and an ingestion job (api/jobs.py follows it); a worker parses, embeds and indexes them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from ragline.api.schemas import (
     TextDocumentIn,
 )
 from ragline.api.services import services
-from ragline.retrieval.errors import KnowledgeBaseAccessError
+from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
 from ragline.retrieval.reranking import rerank_results
 from ragline.retrieval.types import (
     ChunkType,
@@ -48,6 +49,7 @@ from ragline.retrieval.types import (
     SearchParams,
 )
 from ragline.service.access import Principal
+from ragline.service.jobs import JobRecord
 
 TAG = "knowledge"
 WRITE_ERRORS = (400, 401, 404, 409, 422)
@@ -105,7 +107,7 @@ async def create_knowledge_base(request: Request) -> Response:
     stack = await svc.stack()
     kb = stack.knowledge_bases.create(
         body.name, who.tenant_id, type=body.type, description=body.description, tags=body.tags,
-        chunking=body.chunking, faq_index_mode=body.faq_index_mode,
+        chunking=body.chunking, faq_index_mode=body.faq_index_mode, wiki_enabled=body.wiki_enabled,
     )
     return _json(kb, 201)
 
@@ -123,7 +125,10 @@ async def update_knowledge_base(request: Request) -> Response:
     who = svc.authenticate(request)
     body = await inputs.body(request, KnowledgeBaseUpdate)
     stack = await svc.stack()
-    kb = stack.knowledge_bases.update(inputs.path(request, "kb_id"), who.tenant_id, name=body.name, description=body.description, tags=body.tags)
+    kb = stack.knowledge_bases.update(inputs.path(request, "kb_id"), who.tenant_id, name=body.name, description=body.description, tags=body.tags,
+                                      wiki_enabled=body.wiki_enabled)
+    if body.wiki_enabled is not None:  # write the pages of the documents already there, or remove them
+        svc.core.wiki.schedule(kb.id)
     return _json(kb)
 
 
@@ -160,32 +165,42 @@ async def _upload(request: Request, fields: tuple[str, ...] = ()) -> tuple[str, 
         return inputs.file_name(upload.filename), data, {name: inputs.plain_text(value) for name, value in values.items()}
 
 
-@doc("Upload a document (multipart field 'file'; txt, md, html, pdf, docx, csv, xlsx, json; png, jpg, webp, gif images are read by OCR)", TAG, multipart=("file", "title"), response=Knowledge, status=201, errors=(400, 401, 404, 413, 422))
+def _accepted(record: JobRecord) -> Response:
+    """202 with the job; Location names where it is followed."""
+    location = f"/api/v1/knowledge-bases/{record.knowledge_base_id}/jobs/{record.id}"
+    return JSONResponse(record.model_dump(mode="json"), status_code=202, headers={"Location": location})
+
+
+@doc("Upload a document (multipart field 'file'; txt, md, html, pdf, docx, csv, xlsx, json; png, jpg, webp, gif images are read by OCR). "
+     "Answers at once with 202 and the ingestion job; follow it at .../jobs/{job_id} (or its SSE events) until done", TAG,
+     multipart=("file", "title"), response=JobRecord, status=202, errors=(400, 401, 404, 413, 422))
 async def upload_document(request: Request) -> Response:
-    from ragline.ingestion.parsers import parse_bytes
-    from ragline.ingestion.service import TextDocument
+    from ragline.service.ingest_job import precheck
 
     svc = services(request)
     who = svc.authenticate(request)
     _, kb = await _kb(request, who)
     _owned(kb, who)
     filename, data, fields = await _upload(request, ("title",))
-    parsed = await asyncio.to_thread(parse_bytes, data, Path(filename).suffix, filename)
-    document = TextDocument.parsed(parsed, fields["title"] or parsed.title or Path(filename).stem, f"upload:{filename}")
-    ingestion = await svc.ingestion()
-    # a client that gives up stops the embedding; a half-written document is never listed
-    [knowledge] = await inputs.while_connected(request, ingestion.ingest_documents(kb.id, [document], who.tenant_id))
-    return _json(knowledge, 201)
+    await asyncio.to_thread(precheck, data, filename)  # empty, binary or bomb-like files are refused now, not in the job
+    record = JobRecord(id=uuid.uuid4().hex, tenant_id=who.tenant_id, knowledge_base_id=kb.id, kind="file", filename=filename,
+                       title=fields["title"], source=f"upload:{filename}")
+    return _accepted(await svc.jobs.submit(record, data))
 
 
-@doc("Add a document from text", TAG, body=TextDocumentIn, response=Knowledge, status=201, errors=WRITE_ERRORS)
+@doc("Add a document from text: 202 with the ingestion job, like an upload", TAG, body=TextDocumentIn, response=JobRecord, status=202, errors=WRITE_ERRORS)
 async def add_text_document(request: Request) -> Response:
     svc = services(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, TextDocumentIn)
-    ingestion = await svc.ingestion()
-    knowledge = await ingestion.ingest_text(inputs.path(request, "kb_id"), body.text, body.title, body.source, who.tenant_id)
-    return _json(knowledge, 201)
+    _, kb = await _kb(request, who)
+    _owned(kb, who)
+    if not body.text.strip():
+        raise IngestionError("the text holds nothing but spaces")
+    job_id = uuid.uuid4().hex
+    record = JobRecord(id=job_id, tenant_id=who.tenant_id, knowledge_base_id=kb.id, kind="text", title=body.title,
+                       source=body.source or f"text:{job_id}")
+    return _accepted(await svc.jobs.submit(record, body.text.encode()))
 
 
 @doc("Delete a document (owning tenant)", TAG, status=204, errors=(401, 404))

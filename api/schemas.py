@@ -145,12 +145,14 @@ class KnowledgeBaseCreate(Strict):
     tags: list[str] = Field(default_factory=list, max_length=50)
     chunking: ChunkingConfig | None = None
     faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER
+    wiki_enabled: bool = Field(False, description="The chat model writes wiki pages from the documents (in the background).")
 
 
 class KnowledgeBaseUpdate(Strict):
     name: str | None = Field(None, min_length=1, max_length=200)
     description: str | None = Field(None, max_length=2000)
     tags: list[str] | None = Field(None, max_length=50)
+    wiki_enabled: bool | None = Field(None, description="On: pages are written for the current documents; off: they are removed.")
 
 
 class KnowledgeBaseList(BaseModel):

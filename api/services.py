@@ -19,8 +19,9 @@ from ragline.api.auth import KeyRing
 from ragline.ingestion.service import IngestionService
 from ragline.retrieval.stack import RetrievalStack
 from ragline.service.access import Principal
-from ragline.service.backend import Backend, open_backend
+from ragline.service.backend import Backend, open_backend, stream_kind
 from ragline.service.conversations import SessionService
+from ragline.service.job_service import JobService, open_jobs
 from ragline.service.runs import RunManager
 from ragline.services import Services
 from ragline.settings import Settings
@@ -34,6 +35,7 @@ class AppServices:
     conversations: SessionService
     keyring: KeyRing
     core: Services
+    jobs: JobService  # ingestion jobs: run here (embedded) or by `ragline worker`s (Redis)
 
     def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
         return self.keyring.authenticate(request, allow_query=allow_query)
@@ -54,7 +56,9 @@ async def open_services(settings: Settings, core: Services | None = None) -> Asy
         runs = RunManager(backend, core)
         await runs.start()
         try:
-            yield AppServices(settings, backend, runs, SessionService(backend, runs), keyring, core)
+            shared = backend.redis is not None and stream_kind(settings) == "redis"
+            async with open_jobs(settings, backend.streams, core, shared=shared) as jobs:
+                yield AppServices(settings, backend, runs, SessionService(backend, runs), keyring, core, jobs)
         finally:
             await runs.aclose()
             await core.aclose()

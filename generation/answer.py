@@ -19,7 +19,7 @@ from ragline import defaults
 from ragline.citations import Registry, references_payload
 from ragline.citations.attribution import Attributor, TextEmbedder
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
-from ragline.generation.messages import prepare_messages
+from ragline.generation.messages import answer_messages
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
@@ -172,7 +172,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
     """The generation stage: references first when there are contexts, the cited answer, the stored message."""
     request, turn = state["request"], state["turn"]
     results = list(state.get("merge_results", []))
-    messages = prepare_messages(state)
+    messages = await answer_messages(state, context.services if isinstance(context.services, Services) else None)
     registry: Registry | None = None
     attributor: Attributor | None = None
     if results or state.get("rendered_contexts"):

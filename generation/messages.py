@@ -1,14 +1,29 @@
 """The prompt of an answer: system prompt, earlier rounds, the current user message
-(seed: prepareMessagesWithHistory, common.go)."""
+(seed: prepareMessagesWithHistory, common.go).
+
+The user message carries the turn's images (seed: ContextImages + the user's Images) to a model
+that sees, and their descriptions to one that does not; both are added here, where every preset
+builds its answer, so a chat-only turn (no into_chat_message) treats images the same way.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ragline import prompts
+from ragline.generation.vision import (
+    Part,
+    context_image_parts,
+    context_image_refs,
+    image_descriptions,
+    supports_vision,
+    user_image_parts,
+)
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, PipelineState
 from ragline.models.chat import Message
+from ragline.services import Services
 
 
 def language_of(request: PipelineRequest) -> str:
@@ -52,3 +67,40 @@ def prepare_messages(state: PipelineState) -> list[Message]:
         *history_messages(state.get("history", [])),
         {"role": "user", "content": user_content},
     ]
+
+
+def answers_with_vision(state: PipelineState, services: Services) -> bool:
+    """Whether the model answering this turn reads images (the request's model, else the configured one)."""
+    request = state["request"]
+    return supports_vision(request.chat_model or services.settings.chat_model, services.settings, request)
+
+
+async def image_parts(state: PipelineState, services: Services) -> list[Part]:
+    """The retrieved images (labelled, at most CONTEXT_IMAGES_MAX), then the user's own images."""
+    request = state["request"]
+    refs = context_image_refs(state.get("merge_results", []))
+    parts = await asyncio.to_thread(context_image_parts, refs, services.images.store) if refs else []
+    if request.images:
+        parts += await asyncio.to_thread(user_image_parts, request.images)
+    return parts
+
+
+def _with_parts(message: Message, parts: list[Part]) -> Message:
+    return {**message, "content": [{"type": "text", "text": message["content"]}, *parts]}
+
+
+async def answer_messages(state: PipelineState, services: Services | None) -> list[Message]:
+    """`prepare_messages` plus the turn's images: as images for a vision model, as text otherwise.
+    A host that gave no services gets the text messages."""
+    messages = prepare_messages(state)
+    request = state["request"]
+    if services is None:
+        return messages
+    if answers_with_vision(state, services):
+        parts = await image_parts(state, services)
+        return [*messages[:-1], _with_parts(messages[-1], parts)] if parts else messages
+    described = image_descriptions(request.images, state.get("image_description", ""))
+    if not described:
+        return messages
+    last = messages[-1]
+    return [*messages[:-1], {**last, "content": f"{last['content']}\n\n{described}"}]

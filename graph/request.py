@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from ragline import defaults
 
@@ -50,6 +50,14 @@ class SearchTarget(_Frozen):
 class ImageInput(_Frozen):
     url: str = Field(description="An http(s) or data: URL of an image the user attached.")
     caption: str | None = Field(None, description="A description of the image, if known.")
+
+    @field_validator("url")
+    @classmethod
+    def _fetchable_by_the_model(cls, url: str) -> str:
+        # a local:// handle or a file: URL would make the server read its own storage for the caller
+        if not url.startswith(("data:", "https://", "http://")):
+            raise ValueError("an image URL is a data: URL or an http(s) URL")
+        return url
 
 
 class PipelineRequest(_Frozen):

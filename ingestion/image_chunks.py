@@ -6,7 +6,11 @@ model is configured, described by it. Its chunks carry the seed's ImageInfo in
 with its text and a citation can point at it. They are self-contained passages: `parent_id`
 stays empty (in Ragline a parent *replaces* a hit's content, which would hide the image's own
 text); the text chunk the image stands in is linked as `metadata["text_chunk_id"]`.
-An image with no text and no caption makes no chunk.
+An image with no text and no caption makes no text chunk. With a multimodal embedding model
+(RAGLINE_IMAGE_EMBEDDING_MODEL) every image also gets an `image_vector` chunk: its description as
+content, never keyword-indexed, found only through the image's own vector, which lives in the
+image space of the KB's vector store (retrieval/image_recall.py), so a picture with no text at all
+is still recallable.
 """
 
 from __future__ import annotations
@@ -21,15 +25,19 @@ from typing import Any
 
 from ragline import defaults
 from ragline.ingestion.chunker import chunk_text, embedding_text
+from ragline.ingestion.ids import new_id
 from ragline.ingestion.images import ExtractedImage, ImageStore
 from ragline.ingestion.ocr import OcrEngine
 from ragline.models.chat import ChatClient, ChatOptions
+from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import ChunkRecord
+from ragline.retrieval.image_recall import image_space
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import ChunkType
+from ragline.retrieval.vector_store import VectorRow
 
 log = logging.getLogger(__name__)
-IMAGE_CHUNK_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
+IMAGE_CHUNK_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION, ChunkType.IMAGE_VECTOR)
 CAPTION_PROMPT = (
     "Describe this image from a document for a search index in one short paragraph: what it shows, "
     "and any numbers, labels or trends a reader would look for. Do not transcribe long text."
@@ -47,10 +55,33 @@ class ImageReading:
 class ImageIndexer:
     """Store, read and describe images; constructed once (the OCR engine loads on first use)."""
 
-    def __init__(self, store: ImageStore, ocr: OcrEngine | None = None, vision: ChatClient | None = None) -> None:
+    def __init__(self, store: ImageStore, ocr: OcrEngine | None = None, vision: ChatClient | None = None,
+                 embedder: Embedder | None = None) -> None:
         self.store = store
         self.ocr = ocr or OcrEngine()
         self.vision = vision
+        self.embedder = embedder  # the multimodal embedding model; None: no image vectors
+
+    def space(self, kb_id: str) -> str | None:
+        """Where the KB's image vectors live in its vector store (None without a multimodal model)."""
+        return image_space(kb_id, self.embedder.identity.key) if self.embedder else None
+
+    async def vector_rows(self, chunks: Sequence[ChunkRecord]) -> list[VectorRow]:
+        """The image vectors of `image_vector` chunks, read from the stored images (an image that is
+        gone or cannot be sent gets no row: its text chunks still find it)."""
+        if self.embedder is None:
+            return []
+        from ragline.generation.vision import vision_data_url  # lazily: generation imports the graph package
+
+        sources: list[tuple[ChunkRecord, str]] = []
+        for chunk in (c for c in chunks if c.chunk_type == ChunkType.IMAGE_VECTOR):
+            url = str((chunk.metadata.get("images") or [{}])[0].get("url", ""))
+            path = self.store.path_of(url)
+            data_url = vision_data_url(path.read_bytes()) if path is not None and path.is_file() else None
+            if data_url is not None:  # PNG/JPEG/WebP/GIF of at most 5 MB, as providers take images
+                sources.append((chunk, data_url))
+        vectors = await self.embedder.embed_images([u for _, u in sources]) if sources else []
+        return [VectorRow(c.id, c.id, c.knowledge_id, v) for (c, _), v in zip(sources, vectors, strict=True)]
 
     @property
     def signature(self) -> str:
@@ -83,7 +114,7 @@ class ImageIndexer:
                      kb_id: str, knowledge_id: str, title: str) -> list[ChunkRecord]:
         """The image chunks of one document, numbered after its text chunks."""
         readings = [await self.read(image) for image in images]  # one at a time: OCR already fills the cores
-        return image_chunk_records(readings, text_chunks, chunk_size, kb_id, knowledge_id, title)
+        return image_chunk_records(readings, text_chunks, chunk_size, kb_id, knowledge_id, title, vectors=self.embedder is not None)
 
 
 def image_info(reading: ImageReading, ocr_text: str) -> dict[str, Any]:
@@ -99,8 +130,9 @@ def anchor_of(url: str, text_chunks: Sequence[ChunkRecord]) -> ChunkRecord | Non
 
 
 def image_chunk_records(readings: Sequence[ImageReading], text_chunks: Sequence[ChunkRecord], chunk_size: int,
-                        kb_id: str, knowledge_id: str, title: str = "") -> list[ChunkRecord]:
-    """OCR text cut like any text (chunk_size), one caption chunk; empty readings make nothing."""
+                        kb_id: str, knowledge_id: str, title: str = "", vectors: bool = False) -> list[ChunkRecord]:
+    """OCR text cut like any text (chunk_size), one caption chunk; empty readings make nothing,
+    except the `image_vector` chunk every image gets when `vectors` (a multimodal model) is on."""
     out: list[ChunkRecord] = []
     start = sum(1 for c in text_chunks if c.chunk_type == ChunkType.TEXT)
     for reading in readings:
@@ -114,8 +146,14 @@ def image_chunk_records(readings: Sequence[ImageReading], text_chunks: Sequence[
             metadata = {"headings": headings, "title": doc_title, "text_chunk_id": anchor.id if anchor else None,
                         "images": [image_info(reading, content if kind == ChunkType.IMAGE_OCR else "")]}
             text = embedding_text(content, headings)
-            out.append(ChunkRecord(uuid.uuid4().hex, kb_id, knowledge_id, start + len(out), content, kind, metadata=metadata,
+            out.append(ChunkRecord(new_id(), kb_id, knowledge_id, start + len(out), content, kind, metadata=metadata,
                                    tokens=_tokens(text, doc_title)))
+        if vectors:  # the seed's image row: the description as content, the image's own vector as its only index
+            description = reading.caption or reading.ocr_text[: defaults.IMAGE_CAPTION_MAX_CHARS]
+            metadata = {"headings": headings, "title": doc_title, "text_chunk_id": anchor.id if anchor else None,
+                        "images": [image_info(reading, reading.ocr_text)]}
+            out.append(ChunkRecord(new_id(), kb_id, knowledge_id, start + len(out), description, ChunkType.IMAGE_VECTOR,
+                                   metadata=metadata, indexed=False))
     return out
 
 
@@ -129,7 +167,7 @@ def carry_over(old: Sequence[ChunkRecord], text_chunks: Sequence[ChunkRecord]) -
         anchor = anchor_of(str(images[0].get("url", "")), text_chunks)
         metadata = {**chunk.metadata, "text_chunk_id": anchor.id if anchor else None}
         out.append(ChunkRecord(uuid.uuid4().hex, chunk.knowledge_base_id, chunk.knowledge_id, start + i, chunk.content,
-                               chunk.chunk_type, metadata=metadata, tokens=chunk.tokens))
+                               chunk.chunk_type, metadata=metadata, tokens=chunk.tokens, indexed=chunk.indexed))
     return out
 
 

@@ -23,9 +23,11 @@ from ragline import defaults
 from ragline.entities.extraction import extract_document_graph
 from ragline.entities.store import GraphStore
 from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
+from ragline.ingestion.ids import new_id
 from ragline.ingestion.image_chunks import IMAGE_CHUNK_TYPES, ImageIndexer, carry_over
 from ragline.ingestion.images import ExtractedImage, only_image_references
 from ragline.ingestion.parsers import ParsedDocument, parse_file
+from ragline.ingestion.wiki import is_wiki_document
 from ragline.models.chat import ChatClient
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, KnowledgeBaseAccessError
@@ -36,6 +38,7 @@ from ragline.retrieval.vector_store import VectorRow
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
+DocumentsChanged = Callable[[KnowledgeBase, list[Knowledge]], None]
 
 
 @dataclass
@@ -99,14 +102,14 @@ def keyword_tokens(text: str, title: str) -> list[str]:
 
 
 def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -> list[ChunkRecord]:
-    parents = [ChunkRecord(uuid.uuid4().hex, kb_id, knowledge_id, i, p.content, ChunkType.PARENT,
+    parents = [ChunkRecord(new_id(), kb_id, knowledge_id, i, p.content, ChunkType.PARENT,
                            metadata={"headings": p.headings, "title": title}, indexed=False)
                for i, p in enumerate(plan.parents)]
     children: list[ChunkRecord] = []
     for i, draft in enumerate(plan.chunks):
         text = embedding_text(draft.content, draft.headings)
         children.append(ChunkRecord(
-            uuid.uuid4().hex, kb_id, knowledge_id, i, draft.content, ChunkType.TEXT,
+            new_id(), kb_id, knowledge_id, i, draft.content, ChunkType.TEXT,
             parent_id=parents[draft.parent_index].id if draft.parent_index is not None else None,
             metadata={"headings": draft.headings, "title": title}, tokens=keyword_tokens(text, title),
         ))
@@ -133,8 +136,11 @@ class IngestionService:
     """
 
     def __init__(self, stack: RetrievalStack, graph_store: GraphStore | Callable[[], GraphStore] | None = None,
-                 chat: ChatClient | None = None, images: ImageIndexer | None = None) -> None:
+                 chat: ChatClient | None = None, images: ImageIndexer | None = None,
+                 on_change: DocumentsChanged | None = None) -> None:
         self.stack = stack
+        # told after documents were stored or deleted (the wiki rebuilds its pages from them); never raises into ingestion
+        self.on_change = on_change
         self.catalog = stack.catalog
         self.images = images  # None: images in documents are not read (an image-only document is refused)
         self._graph_store = graph_store  # or a factory: the graph is opened when a document needs it
@@ -196,7 +202,7 @@ class IngestionService:
                 out.append(existing)
                 continue
             knowledge = Knowledge(
-                id=existing.id if existing else uuid.uuid4().hex, knowledge_base_id=kb.id, tenant_id=tenant_id,
+                id=existing.id if existing else new_id(), knowledge_base_id=kb.id, tenant_id=tenant_id,
                 title=document_title(doc.title, doc.source), source=doc.source or f"text:{uuid.uuid4().hex}",
                 file_type=doc.file_type, content_hash=digest, metadata=doc.metadata,
             )
@@ -219,7 +225,7 @@ class IngestionService:
         image_chunks = await self.images.chunks(doc.images, chunks, kb.chunking.chunk_size, kb.id, knowledge.id, knowledge.title)
         knowledge.metadata = {**knowledge.metadata, "images": len(doc.images), "images_skipped": doc.images_skipped}
         total = chunks + image_chunks
-        if not any(c.indexed for c in total):
+        if not any(c.indexed or c.chunk_type == ChunkType.IMAGE_VECTOR for c in total):  # an image vector is searchable too
             raise IngestionError(f"{knowledge.title} holds no text: none was found in its image(s)"
                                  + ("" if self.images.vision else ", and no vision model is configured to describe them"))
         if len(total) > defaults.DOCUMENT_MAX_CHUNKS:
@@ -235,6 +241,7 @@ class IngestionService:
         rows_in = [row for doc in docs for row in doc.vector_texts]
         try:
             vectors = await self.stack.embedders.for_kb(kb).embed_passages([t for _, _, t in rows_in], progress=progress)
+            image_rows = await self.images.vector_rows([c for doc in docs for c in doc.chunks]) if self.images else []
         except Exception as exc:
             raise IngestionError(f"embedding failed, nothing was stored: {exc}") from exc
         knowledge_of = {chunk.id: doc.knowledge.id for doc in docs for chunk in doc.chunks}
@@ -245,13 +252,26 @@ class IngestionService:
         new_ids = [c.id for c in new_chunks]
         try:
             await engines.vector.upsert(kb.id, rows)
+            if image_rows and self.images and (space := self.images.space(kb.id)):
+                new_ids += [r.chunk_id for r in image_rows]  # forgotten with the rest if the catalog write fails
+                await engines.vector.upsert(space, image_rows)
             await engines.keyword.write(kb.id, new_chunks)
             self.catalog.replace_documents(kb.id, [(d.knowledge, d.chunks, d.source_text) for d in docs])
         except Exception as exc:
             await self._forget(kb, new_ids)
             raise IngestionError(f"storing failed, nothing was kept: {exc}") from exc
         await self._forget(kb, old_ids)
+        self._changed(kb, [doc.knowledge for doc in docs])
         await self._extract_graph(kb, docs)
+
+    def _changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
+        """Tell the listener; its failure is logged, the documents stay stored."""
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(kb, documents)
+        except Exception as exc:
+            log.error("the document-change listener of %s failed: %s", kb.name, exc)
 
     async def _extract_graph(self, kb: KnowledgeBase, docs: list[PreparedDocument]) -> None:
         """The optional graph step; its failure leaves the (already searchable) document as it is."""
@@ -271,6 +291,8 @@ class IngestionService:
         engines = self.stack.stores[kb.vector_store]
         try:
             await engines.vector.delete_chunks(kb.id, chunk_ids)
+            if self.images and (space := self.images.space(kb.id)):  # image vectors go with their document
+                await engines.vector.delete_chunks(space, chunk_ids)
             await engines.keyword.delete_chunks(kb.id, chunk_ids)
         except Exception as exc:  # the catalog no longer lists them, so search never returns them
             log.warning("could not delete %d stale rows of %s: %s", len(chunk_ids), kb.name, exc)
@@ -284,6 +306,8 @@ class IngestionService:
         ids = self.catalog.chunk_ids_of([knowledge_id])
         engines = self.stack.stores[kb.vector_store]
         await engines.vector.delete_chunks(kb.id, ids)
+        if self.images and (space := self.images.space(kb.id)):
+            await engines.vector.delete_chunks(space, ids)
         await engines.keyword.delete_chunks(kb.id, ids)
         if (graph := self._graph()) is not None:
             try:
@@ -291,6 +315,7 @@ class IngestionService:
             except Exception as exc:  # entity search checks the catalog, so stale graph rows are never shown
                 log.warning("could not remove %s from the entity graph: %s", knowledge_id, exc)
         self.catalog.delete_knowledge(kb.id, [knowledge_id])
+        self._changed(kb, [knowledge])
 
     async def reparse(self, kb_id: str, knowledge_id: str, tenant_id: str = "default",
                       progress: Progress | None = None) -> Knowledge:
@@ -301,6 +326,8 @@ class IngestionService:
         text = self.catalog.source_text(knowledge_id)
         if knowledge is None or text is None or knowledge.knowledge_base_id != kb.id:
             raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
+        if is_wiki_document(knowledge):  # re-chunking would turn the page into text chunks
+            raise IngestionError(f"{knowledge.title} is a wiki page: rebuild the wiki instead of reparsing it")
         knowledge.content_hash = content_hash(text, kb.chunking.model_dump_json())
         chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge.id, knowledge.title)
         old_images = [c for c in self.catalog.chunks_of(knowledge_id) if c.chunk_type in IMAGE_CHUNK_TYPES]

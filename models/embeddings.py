@@ -115,6 +115,21 @@ class Embedder:
             retry=RetryPolicy.from_settings(settings),
         )
 
+    @classmethod
+    def for_images(cls, settings: Settings) -> Embedder | None:
+        """The multimodal model of image recall (RAGLINE_IMAGE_EMBEDDING_MODEL), or None when none is set."""
+        if not settings.image_embedding_model:
+            return None
+        return cls(
+            model=settings.image_embedding_model,
+            api_base=settings.image_embedding_api_base,
+            api_key=settings.image_embedding_api_key,
+            batch_size=defaults.IMAGE_EMBEDDING_BATCH_SIZE,
+            cache=EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite"),
+            timeout=settings.embedding_timeout_s,
+            retry=RetryPolicy.from_settings(settings),
+        )
+
     @property
     def identity(self) -> EmbeddingModelIdentity:
         return EmbeddingModelIdentity(self.model, self.api_base or "")
@@ -127,6 +142,11 @@ class Embedder:
 
     async def embed_passages(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> list[list[float]]:
         return await self._embed(list(texts), role="passage", progress=progress)
+
+    async def embed_images(self, data_urls: Sequence[str]) -> list[list[float]]:
+        """A multimodal model's image vectors: each image goes as a `data:` URL, the input litellm passes
+        to OpenAI-compatible servers and detects as an image for Vertex/Bedrock multimodal models."""
+        return await self._embed(list(data_urls), role="image")
 
     async def _embed(self, texts: list[str], role: str, progress: ProgressCallback | None = None) -> list[list[float]]:
         digests = [EmbeddingCache.digest(text) for text in texts]

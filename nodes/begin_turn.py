@@ -70,7 +70,8 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
     user_message = HumanMessage(
         content=request.query,
         id=turn.user_message_id,
-        additional_kwargs={"request_id": turn.request_id, "images": [image.url for image in request.images]},
+        # the seed's Images (URL + Caption): query_understand writes the description into the caption
+        additional_kwargs={"request_id": turn.request_id, "images": [{"url": i.url, "caption": i.caption or ""} for i in request.images]},
     )
     return {
         "request": request,

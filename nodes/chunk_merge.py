@@ -3,6 +3,7 @@
 The seed's eight steps in order: input choice, de-duplication, history references, parent
 resolution, order-preserving merge of neighbours, FAQ answers, short-chunk expansion, and a final
 merge, de-duplication and partial-overlap removal. Adjacency is decided by text and chunk index.
+Image hits chain to the text around their image in step 4 (retrieval/merge_images.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from langgraph.runtime import Runtime
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.retrieval import merge as step
+from ragline.retrieval.merge_images import prune_markdown_images
 from ragline.services import services_of
 
 
@@ -30,4 +32,5 @@ async def chunk_merge(state: PipelineState, runtime: Runtime[RunContext]) -> dic
     results = step.expand_short_chunks(results, catalog)
     results = step.merge_sequential(results)
     results = step.remove_partial_overlaps(step.deduplicate(results))
-    return {"merge_results": results}
+    # expansion may have brought a neighbour's image references: again only images some result found stay
+    return {"merge_results": prune_markdown_images(results)}

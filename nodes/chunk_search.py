@@ -37,7 +37,7 @@ from ragline.retrieval.expansion import expand_search
 from ragline.retrieval.relevance import relevant
 from ragline.retrieval.scope import target_documents
 from ragline.retrieval.stack import RetrievalStack
-from ragline.retrieval.types import SearchParams, SearchResult
+from ragline.retrieval.types import MatchType, SearchParams, SearchResult
 from ragline.services import services_of
 from ragline.web.search import WebSearch, WebSearchError
 
@@ -83,6 +83,8 @@ async def search_targets(stack: RetrievalStack, request: PipelineRequest, query:
     if not request.relevance_gate_enabled:
         return results
     scoped = {hit.id for params, batch in zip(searches, batches, strict=True) if params.disable_recall_thresholds for hit in batch}
+    # an image found through its own vector has no words to weigh: the rerank image rules judge it instead
+    scoped |= {hit.id for hit in results if hit.match_type == MatchType.IMAGE_VECTOR}
     return gate_whole_bases(query, results, scoped)
 
 

@@ -1,7 +1,8 @@
 """load_history: the conversation's earlier rounds (seed: load_history.go, common.go).
 
 Rounds are the thread's messages paired by request id. The user side is the original question
-(never the rendered prompt with its contexts); the assistant side has its think blocks stripped
+(never the rendered prompt with its contexts) with the captions of its images, so a later round
+can refer to a picture no model sees again; the assistant side has its think blocks stripped
 and keeps its knowledge references for merge_history.
 """
 
@@ -26,6 +27,14 @@ def _text(message: AnyMessage) -> str:
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
+def _with_captions(message: AnyMessage) -> str:
+    """The question plus its images' captions (seed: history adds the Images' Caption on the user side)."""
+    images = message.additional_kwargs.get("images")
+    captions = [str(i.get("caption") or "").strip() for i in images if isinstance(i, dict)] if isinstance(images, list) else []
+    lines = [f"[image: {caption}]" for caption in captions if caption]
+    return "\n".join([_text(message), *lines]) if lines else _text(message)
+
+
 def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_request_id: str | None = None) -> list[HistoryTurn]:
     """The last `max_rounds` complete rounds, oldest first."""
     if max_rounds <= 0:
@@ -38,7 +47,7 @@ def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_reques
         if not request_id or request_id == current_request_id:
             continue
         if isinstance(message, HumanMessage):
-            questions[request_id] = _text(message)
+            questions[request_id] = _with_captions(message)
         elif isinstance(message, AIMessage) and request_id in questions:
             rounds.append(
                 HistoryTurn(

@@ -5,6 +5,11 @@ self-contained question, the intent and, for images, their description. A separa
 may do it, falling back to the chat model when it fails. A first-turn text question has nothing
 to rewrite: its intent comes from embedded exemplars (generation/intents.py), without a call. For intents that need no retrieval the
 system prompt is overridden from intent_prompts.yaml (applyIntentPromptOverride).
+
+Images go to the chat model when it sees (litellm's model map, `vision_models`, or the request
+says so), else to the vision model (the request's, else the configured `vlm_model`). Their
+description is written back to the user message's first image as its caption
+(UpdateMessageImages), so later rounds replay it in their history.
 """
 
 from __future__ import annotations
@@ -12,17 +17,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from ragline import defaults, prompts
 from ragline.generation.messages import language_of
 from ragline.generation.understanding import Understanding, parse_understanding
+from ragline.generation.vision import supports_vision
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import HistoryTurn, PipelineState, QueryIntent, needs_retrieval
 from ragline.models.chat import ChatModelError, ChatOptions, Message
 from ragline.models.embeddings import EmbeddingError
 from ragline.services import Services, services_of
+from ragline.settings import Settings, get_settings
 
 # Structured output where the provider supports it: small local models follow a schema reliably
 # (llama.cpp constrains decoding to it) where a prose instruction alone loops or drifts.
@@ -54,22 +62,23 @@ def format_conversation(history: list[HistoryTurn]) -> str:
     return "\n".join(lines)
 
 
-def _vision_model(request: PipelineRequest) -> str | None:
-    """Text+image or image-only input: the chat model if it sees, else the VLM."""
-    if request.chat_model_supports_vision:
-        return request.chat_model
-    return request.vlm_model
+def vision_model(request: PipelineRequest, settings: Settings) -> str | None:
+    """Text+image or image-only input: the chat model if it sees, else the VLM (None: no model sees)."""
+    chat = request.chat_model or settings.chat_model
+    if supports_vision(chat, settings, request):
+        return chat
+    return request.vlm_model or settings.vlm_model
 
 
-def candidate_models(request: PipelineRequest, configured_small: str | None = None) -> list[str | None]:
+def candidate_models(request: PipelineRequest, settings: Settings) -> list[str | None]:
     """Models to try in order: the small understanding model first, then the chat model."""
-    if request.images and (vision := _vision_model(request)):
+    if request.images and (vision := vision_model(request, settings)):
         return [vision]
-    small = request.query_understand_model or configured_small
+    small = request.query_understand_model or settings.query_understand_model
     return [small, request.chat_model] if small else [request.chat_model]
 
 
-def build_messages(state: PipelineState) -> list[Message]:
+def build_messages(state: PipelineState, settings: Settings | None = None) -> list[Message]:
     request = state["request"]
     template = prompts.get("rewrite")
     values = {
@@ -81,7 +90,7 @@ def build_messages(state: PipelineState) -> list[Message]:
     system = prompts.render(request.rewrite_prompt_system or template.text("system"), **values)
     user_text = prompts.render(request.rewrite_prompt_user or template.text("user"), **values)
     user: Any = user_text
-    if request.images and _vision_model(request):
+    if request.images and vision_model(request, settings or get_settings()):
         user = [{"type": "text", "text": user_text}] + [
             {"type": "image_url", "image_url": {"url": image.url}} for image in request.images
         ]
@@ -108,9 +117,9 @@ async def understand(state: PipelineState, services: Services) -> Understanding:
         response_format=UNDERSTANDING_FORMAT,
     )
     plain = replace(structured, response_format=None)  # for servers that reject structured output
-    messages = build_messages(state)
+    messages = build_messages(state, services.settings)
     last_error: ChatModelError | None = None
-    for model in candidate_models(request, services.settings.query_understand_model):
+    for model in candidate_models(request, services.settings):
         client = services.chat(model)
         for options in (structured, plain):
             try:
@@ -135,6 +144,20 @@ def intent_prompt_override(intent: str, request: PipelineRequest) -> str | None:
         return request.intent_prompts[intent]
     template = prompts.find("intent_prompts", intent)
     return template.text() if template else None
+
+
+def captioned_user_message(state: PipelineState, description: str) -> list[HumanMessage]:
+    """UpdateMessageImages: the user message again (same id, so it replaces the stored one) with
+    the description as its first image's caption; nothing when there is nothing to write."""
+    turn = state.get("turn")
+    original = next((m for m in state.get("messages", []) if turn and m.id == turn.user_message_id), None)
+    images = list(original.additional_kwargs.get("images") or []) if original is not None else []
+    if original is None or not images or not description:
+        return []
+    first = images[0] if isinstance(images[0], dict) else {"url": str(images[0])}
+    images[0] = {**first, "caption": description}
+    kwargs = {**original.additional_kwargs, "images": images}
+    return [HumanMessage(content=original.content, id=original.id, additional_kwargs=kwargs)]
 
 
 async def query_understand(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -164,4 +187,5 @@ async def query_understand(state: PipelineState, runtime: Runtime[RunContext]) -
         "intent": result.intent,
         "image_description": result.image_description,
         "system_prompt_override": intent_prompt_override(result.intent, request),
+        "messages": captioned_user_message(state, result.image_description),
     }

@@ -240,9 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     kb.register(sub)
     memory.register(sub)
-    from ragline.commands import serve
+    from ragline.commands import serve, worker
 
     serve.register(sub)
+    worker.register(sub)
     return parser
 
 

@@ -20,12 +20,15 @@ BM25_K1 = 1.5  # term-frequency saturation; best or level on all three shared se
 BM25_B = 0.75  # length normalisation (Lucene default)
 HNSW_EF_SEARCH = 200  # Chroma HNSW search breadth: high enough to be near-exact at our sizes
 HNSW_MAX_NEIGHBORS = 32  # Chroma HNSW M of new collections (Chroma's 16 lost rows here)
+HNSW_EF_CONSTRUCTION = 200  # HNSW build breadth of Chroma collections and Redis vector indexes alike
+CATALOG_STAGING_TTL_S = 24 * 3600  # Redis catalog: rows staged by a writer that died before its commit expire after a day
 FEEDBACK_DOCS = 3  # fused hits whose vectors refine the query vector (Rocchio; 0 turns it off)
 FEEDBACK_WEIGHT = 0.5  # Rocchio beta: the weight of those hits' mean vector
 
 # --- relevance: does the knowledge base hold the answer? (retrieval/relevance.py) ---
 RELEVANCE_MIN_SCORE = 0.55  # idf-weighted term coverage + 3x similarity above the hits' median; measured in relevance.py
 RELEVANCE_KEEP_SHARE = 0.5  # once the best hit passes, hits at half its bar stay: lexical evidence misses paraphrases
+RELEVANCE_MIN_POOL = 3  # below this many hits the idf of a term says nothing: all terms weigh 1
 RELEVANCE_SIMILARITY_WEIGHT = 3.0  # 1 lost gold paragraphs on chunked text, 4 let CMRC's wrong paragraphs through
 CROSS_SCRIPT_RELEVANCE_SCALE = 11.0  # a question and passage in different scripts pass 0.55 at 0.05 above the hits' median
 
@@ -72,6 +75,7 @@ ATTRIBUTION_SIMILARITY_CEILING = 0.95  # text ~0.75 and a passage's own sentence
 ATTRIBUTION_MARGIN = 0.05  # a second passage is cited only this close to the best (without it, 4 of 28 got a wrong extra one)
 ATTRIBUTION_MAX_PASSAGES = 2  # sources per sentence at most: more is noise in a footnote
 ATTRIBUTION_MIN_CONTENT_TOKENS = 4  # shorter sentences ("I hope this helps.", "1.5 meters") match anything or nothing
+ATTRIBUTION_QUOTE_MIN_CHARS = 4  # ...unless copied word for word from a passage: then that passage is its source ("1962", not "2")
 
 # --- rerank (rerank.go) ---
 RERANK_FALLBACK_MIN_SCORE = 0.15  # top-1 kept as a fallback when everything is below threshold
@@ -93,6 +97,15 @@ MEMORY_AFFINITY_MAX_FACTOR = 1.15  # ...of at most 15%, only to break near-ties
 MEMORY_AFFINITY_LOG_WEIGHT = 0.05  # factor = 1 + 0.05*log2(citations): 2 -> x1.05, 20 -> x1.15 (the cap)
 MEMORY_AFFINITY_MAX_ANSWERS = 1000  # a caller's cited answers read per question: bounded, and enough to show a habit
 WIKI_BOOST_FACTOR = 1.3  # wiki pages are LLM-synthesised knowledge, preferred to raw chunks
+
+# --- wiki pages (wiki summaries written at ingestion; ours where the seed gives no number) ---
+WIKI_PAGE_INPUT_TOKENS = 3000  # document tokens one page reads, shared evenly by its documents: fits a 4k context with the answer
+WIKI_PAGE_MAX_TOKENS = 512  # a page is a summary, not a copy
+WIKI_TOPIC_SIMILARITY = 0.88  # documents this similar share a page (e5-small: same product 0.91, unrelated 0.78-0.84)
+WIKI_TOPIC_MAX_DOCUMENTS = 4  # documents per page: more would leave each too few input tokens
+WIKI_PROFILE_CHARS = 1500  # the start of a document (title + text) is what its topic is compared by
+WIKI_BUILD_CONCURRENCY = 2  # pages written at once, across all knowledge bases (2 cores; the chat model is shared with answers)
+WIKI_MAX_PAGES = 200  # pages per knowledge base: bounds a rebuild's model calls
 
 # --- remote model providers (chat, embedding, rerank through litellm) ---
 CHAT_TIMEOUT_S = 120.0  # longest silence from a chat provider: to connect, before a reply, between two stream chunks
@@ -157,6 +170,12 @@ RERANK_IMAGE_OCR_MIN_CHARS = 200  # seed: an image with this much OCR is text (s
 RERANK_IMAGE_VECTOR_FLOOR = 0.25  # seed: a rejected picture is kept when its vector score reaches max(vector threshold, this)
 RERANK_IMAGE_KEEP_MAX = 2  # seed: at most this many pictures kept that way (kept_by=image_vector)
 IMAGE_CAPTION_TIMEOUT_S = 60.0  # a vision call slower than this is skipped: OCR alone still indexes the image
+CONTEXT_IMAGES_MAX = 3  # seed: retrieved images a vision model sees with one answer
+CONTEXT_IMAGE_MAX_BYTES = 5 * 1024 * 1024  # seed: one image sent to a vision model (providers refuse larger ones)
+IMAGE_RECALL_DEPTH_FACTOR = 1.5  # seed: a group with image vectors searches 1.5x deeper (images share the vector pool)
+IMAGE_RECALL_MAX_THRESHOLD = 0.1  # seed: image hits pass at min(vector threshold, this): text-to-image similarity runs lower
+IMAGE_EMBEDDING_BATCH_SIZE = 4  # images per multimodal embedding call: each is a data: URL of up to 5 MB
+CONTEXT_IMAGE_MAX_SIDE = 2048  # a larger image re-encoded for a vision model is scaled to this side: providers read no finer
 JSON_BODY_MAX_BYTES = 1024 * 1024  # a question with its options is far smaller; uploads use multipart
 JSON_MAX_DEPTH = 32  # our bodies nest 4 levels; 32 leaves room and refuses [[[...]]] bombs
 JSON_OFF_LOOP_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread, not on the event loop
@@ -221,3 +240,13 @@ QUERY_EXPANSION_THRESHOLD_FACTOR = 0.8  # variants are noisier than the query, s
 QUERY_EXPANSION_TOP_K_FACTOR = 2  # variants fetch max(embedding top-k, rerank top-k) * 2 hits
 QUERY_EXPANSION_MAX_VARIANTS = 5  # ours, not the seed's: a handful of rewrites bounds the searches per target
 QUERY_EXPANSION_MIN_WORD_CHARS = 2  # shorter words (counted in characters) match almost everything
+
+# --- ingestion jobs (service/jobs.py, service/job_queue.py) ---
+JOB_WORKERS = 1  # ingestion jobs one process runs at once: parsing, OCR and embedding share 2 cores with chat answers
+JOB_TIMEOUT_S = 3600  # one document's job at most (a 2,000-page PDF with OCR); then it fails instead of holding a slot
+JOB_HEARTBEAT_S = 30  # a running job touches its queue entry more often than this; silence means its worker died
+JOB_SWEEP_S = 10  # how often a worker looks for jobs whose worker died (and retries them)
+JOB_RETRIES = 3  # attempts of one job across worker deaths; an error in the document itself is never retried
+JOB_TTL_S = 7 * 24 * 3600  # a job's status (and its unprocessed upload) is kept a week
+JOB_PROGRESS_S = 0.25  # progress is published at most this often: a 5,000-chunk document must not send 5,000 events
+JOB_ADMIT_WINDOW = 1  # jobs waiting in the library's FIFO queue; the rest wait in per-tenant queues served round-robin

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from ragline.models.embeddings import Embedder
     from ragline.models.rerank import Reranker
     from ragline.retrieval.stack import RetrievalStack
+    from ragline.retrieval.types import Knowledge, KnowledgeBase
+    from ragline.service.wiki import WikiScheduler
     from ragline.tabular.analysis import TabularAnalysis
     from ragline.web.fetch import WebFetcher
     from ragline.web.search import WebSearch
@@ -99,8 +101,16 @@ class Services:
         return self._once("embedder", self.embedder_factory or (lambda: Embedder.from_settings(self.settings)))
 
     @property
+    def image_embedder(self) -> Embedder | None:
+        """The multimodal embedding model of image recall (RAGLINE_IMAGE_EMBEDDING_MODEL), None without one."""
+        from ragline.models.embeddings import Embedder
+
+        return self._once("image_embedder", lambda: Embedder.for_images(self.settings))
+
+    @property
     def retrieval(self) -> RetrievalStack:
-        """The catalog, vector and keyword stores, embedders and hybrid searcher (opens Chroma)."""
+        """The catalog, vector and keyword stores, embedders and hybrid searcher: files under data_dir, or
+        Redis when redis_url is set (shared mode, see retrieval/stack.py)."""
         return self._once("retrieval", self.retrieval_factory or self._open_retrieval)
 
     @property
@@ -116,7 +126,9 @@ class Services:
         from ragline.retrieval.config import RetrievalConfig
         from ragline.retrieval.stack import RetrievalStack
 
-        return RetrievalStack.build(self.settings.data_dir, self.embedder, RetrievalConfig.from_settings(self.settings))
+        stack = RetrievalStack.build(self.settings.data_dir, self.embedder, RetrievalConfig.from_settings(self.settings))
+        stack.searcher.image_embedder = self.image_embedder  # image recall when a multimodal model is set
+        return stack
 
     def _open_graph_store(self) -> GraphStore:
         from ragline.entities.store import open_graph_store
@@ -142,7 +154,19 @@ class Services:
 
         # the graph store is opened on first need: a locked or unreachable graph must not stop indexing
         return self._once("ingestion", lambda: IngestionService(self.retrieval, graph_store=lambda: self.graph_store, chat=self.chat(),
-                                                                images=self.images))
+                                                                images=self.images, on_change=self._documents_changed))
+
+    @property
+    def wiki(self) -> WikiScheduler:
+        """Wiki pages of wiki-enabled bases, rebuilt in the background after their documents change."""
+        from ragline.ingestion.wiki import WikiBuilder
+        from ragline.service.wiki import WikiScheduler
+
+        return self._once("wiki", lambda: WikiScheduler(lambda: WikiBuilder(self.retrieval, self.ingestion, self.chat()),
+                                                        lambda: self.retrieval.catalog))
+
+    def _documents_changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
+        self.wiki.documents_changed(kb, documents)
 
     @property
     def images(self) -> ImageIndexer:
@@ -153,7 +177,8 @@ class Services:
 
         settings = self.settings
         vision = ChatClient(settings.vlm_model, settings.vlm_api_base, settings.vlm_api_key) if settings.vlm_model else None
-        return self._once("images", lambda: ImageIndexer(ImageStore(settings.data_dir / "images"), vision=vision))
+        return self._once("images", lambda: ImageIndexer(ImageStore(settings.data_dir / "images"), vision=vision,
+                                                         embedder=self.image_embedder))
 
     # --- models ---
 
@@ -173,6 +198,8 @@ class Services:
         configured, timeout, retry = self.settings.chat_model, self.settings.chat_timeout_s, RetryPolicy.from_settings(self.settings)
         if model is None or model == configured:
             return self._once("chat", lambda: ChatClient(configured, self.settings.chat_api_base, self.settings.chat_api_key, timeout, retry))
+        if model == self.settings.vlm_model:  # the vision model that reads a question's images
+            return ChatClient(model, self.settings.vlm_api_base, self.settings.vlm_api_key, timeout, retry)
         return ChatClient(model, timeout=timeout, retry=retry)
 
     def reranker(self, model: str | None = None) -> Reranker | None:
@@ -213,7 +240,10 @@ class Services:
     # --- lifecycle ---
 
     async def aclose(self) -> None:
-        """Close what was opened (the memory store's file, the graph store's connection)."""
+        """Close what was opened (the memory store's file, the graph store's connection); stop wiki rebuilds."""
+        wiki = self._lazies.get("wiki")
+        if wiki is not None and wiki.opened is not None:
+            await wiki.opened.aclose()
         for name in ("memory_store", "graph_store"):
             lazy = self._lazies.get(name)
             closer = getattr(lazy.opened if lazy is not None else None, "close", None)

@@ -28,8 +28,8 @@ def _default_data_dir() -> Path:
 class RetrievalFields(BaseModel):
     """The retrieval knobs: part of Settings, and handed to the retrieval stack as RetrievalConfig."""
 
-    chroma_url: str | None = Field(None, description="Chroma server URL (HTTP client); default: a folder under data_dir.")
-    redis_url: str | None = Field(None, description="Redis 8 (search + JSON modules) shared by replicas: checkpoints, event streams, leases, sessions, keywords.")
+    chroma_url: str | None = Field(None, description="Chroma server URL (HTTP client); default: Redis with redis_url, else a folder under data_dir.")
+    redis_url: str | None = Field(None, description="Redis 8 (search + JSON modules) shared by replicas: checkpoints, event streams, leases, sessions, jobs, and the catalog, vectors and keywords (nothing of them on local disk).")
     fusion: Literal["zscore", "rrf"] = Field("zscore", description="zscore: weighted z-scores (measured best here); rrf: the seed's weighted RRF.")
     fusion_vector_weight: float = Field(defaults.ZSCORE_VECTOR_WEIGHT, ge=0, description="z-score fusion: weight of the vector side.")
     fusion_keyword_weight: float = Field(defaults.ZSCORE_KEYWORD_WEIGHT, ge=0, description="z-score fusion: weight of the keyword side.")
@@ -68,6 +68,9 @@ class Settings(BaseSettings, RetrievalFields):
     embedding_api_base: str | None = None
     embedding_api_key: str | None = None
     embedding_batch_size: int = Field(defaults.EMBEDDING_BATCH_SIZE, ge=1, description="Texts per embedding call.")
+    image_embedding_model: str | None = Field(None, description="litellm multimodal embedding model that embeds stored images (as data: URLs) and questions for image recall; none: images are found by their OCR and caption text only.")
+    image_embedding_api_base: str | None = None
+    image_embedding_api_key: str | None = None
 
     rerank_model: str | None = Field(None, description="litellm rerank model (cohere/..., jina_ai/...); none by default.")
     rerank_api_base: str | None = None
@@ -85,6 +88,7 @@ class Settings(BaseSettings, RetrievalFields):
     vlm_model: str | None = Field(None, description="litellm vision model that captions document images at ingestion (openai/gpt-4o-mini, ollama/llava); none: OCR only, offline.")
     vlm_api_base: str | None = None
     vlm_api_key: str | None = None
+    vision_models: list[str] = Field(default_factory=list, description='Answering models that see images although litellm does not know it (an OpenAI-compatible server\'s model), e.g. ["openai/my-vlm"]; they get the question\'s images and up to 3 retrieved images.')
 
     local_chat_context: int = Field(defaults.LOCAL_CHAT_CONTEXT, ge=512, description="Context window of the local llama.cpp model.")
     local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: the cores free at each call, see models/cpu.py).")
@@ -128,6 +132,14 @@ class Settings(BaseSettings, RetrievalFields):
     run_lease_ttl_s: float = Field(defaults.RUN_LEASE_TTL_S, gt=0, description="A run whose holder stops heartbeating is taken over after this long.")
     stop_poll_s: float = Field(defaults.STOP_POLL_S, gt=0, description="Period of the stop watcher.")
     sse_heartbeat_s: float = Field(defaults.SSE_HEARTBEAT_S, gt=0, description="Comment frame interval on quiet SSE streams.")
+
+    # --- ingestion jobs (uploads return 202 with a job; `ragline worker` runs them when redis_url is set) ---
+    job_workers: int = Field(defaults.JOB_WORKERS, ge=1, description="Ingestion jobs one process runs at once (in `ragline serve` without Redis; per `ragline worker` with it).")
+    serve_runs_jobs: bool = Field(True, description="With Redis, `ragline serve` also runs ingestion jobs, so uploads never wait for a worker that was not started; set false when dedicated `ragline worker`s do them and chat must not share a process with ingestion.")
+    job_timeout_s: int = Field(defaults.JOB_TIMEOUT_S, ge=1, description="Longest one ingestion job may run before it fails.")
+    job_heartbeat_s: int = Field(defaults.JOB_HEARTBEAT_S, ge=1, description="A running job that stays silent this long is taken to be on a dead worker and retried.")
+    job_sweep_s: int = Field(defaults.JOB_SWEEP_S, ge=1, description="How often workers look for jobs whose worker died.")
+    job_retries: int = Field(defaults.JOB_RETRIES, ge=1, description="Attempts of one job across worker deaths.")
 
     @property
     def models_dir(self) -> Path:

@@ -1,6 +1,7 @@
-"""The catalog: knowledge bases, documents and chunks in one SQLite file under the data directory.
+"""The catalog: knowledge bases, documents and chunks; a SQLite file under the data directory by default.
 
-Replaces the seed's relational repositories (knowledge_bases / knowledges / chunks tables). It is
+`Catalog` is the protocol every backend keeps; `SqliteCatalog` is the embedded one and
+redis_catalog.RedisCatalog the shared one (RAGLINE_REDIS_URL). Replaces the seed's relational repositories (knowledge_bases / knowledges / chunks tables). It is
 the source of truth: vector and keyword hits are resolved through it, so a vector written by an
 ingestion that failed before its catalog transaction committed is never returned. Every write
 bumps the KB's revision, which tells derived indexes (bm25s) to rebuild.
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase, utcnow
 
@@ -70,7 +71,36 @@ def _row_to_chunk(row: sqlite3.Row) -> ChunkRecord:
     )
 
 
-class Catalog:
+class Catalog(Protocol):
+    """What the stores, searcher, ingestion and API read and write, whichever backend holds it.
+
+    Writes are all-or-nothing: `replace_documents` shows every new document whole, or none of them.
+    Every document write (replace, delete) bumps the KB's revision, which derived indexes and caches key on.
+    """
+
+    def insert_kb(self, kb: KnowledgeBase) -> None: ...
+    def update_kb(self, kb: KnowledgeBase) -> None: ...
+    def get_kb(self, kb_id: str) -> KnowledgeBase | None: ...
+    def get_kbs(self, kb_ids: list[str]) -> dict[str, KnowledgeBase]: ...
+    def find_kb(self, tenant_id: str, name: str) -> KnowledgeBase | None: ...
+    def list_kbs(self) -> list[KnowledgeBase]: ...
+    def kb_revision(self, kb_id: str) -> int: ...
+    def delete_kb(self, kb_id: str) -> None: ...
+    def get_knowledge(self, knowledge_id: str) -> Knowledge | None: ...
+    def get_knowledge_many(self, ids: Iterable[str]) -> dict[str, Knowledge]: ...
+    def find_knowledge(self, kb_id: str, source: str) -> Knowledge | None: ...
+    def list_knowledge(self, kb_id: str) -> list[Knowledge]: ...
+    def source_text(self, knowledge_id: str) -> str | None: ...
+    def chunk_ids_of(self, knowledge_ids: Iterable[str]) -> list[str]: ...
+    def replace_documents(self, kb_id: str, docs: list[tuple[Knowledge, list[ChunkRecord], str]]) -> None: ...
+    def delete_knowledge(self, kb_id: str, knowledge_ids: list[str]) -> None: ...
+    def get_chunks(self, ids: Iterable[str]) -> dict[str, ChunkRecord]: ...
+    def kbs_referencing(self, handle: str) -> list[str]: ...
+    def chunks_of(self, knowledge_id: str) -> list[ChunkRecord]: ...
+    def keyword_corpus(self, kb_id: str) -> KeywordCorpus: ...
+
+
+class SqliteCatalog:
     """Thread-safe access to the catalog file; every method is one short transaction."""
 
     def __init__(self, path: Path) -> None:
@@ -207,6 +237,18 @@ class Catalog:
             rows = self._query(f"SELECT * FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch)
             out.update((r["id"], _row_to_chunk(r)) for r in rows)
         return out
+
+    def kbs_referencing(self, handle: str) -> list[str]:
+        """Knowledge bases with a chunk whose ImageInfo (`metadata.images[].url`) is `handle`: whoever
+        may read one of them may see that image. Only ImageInfo counts, never text: ingestion alone
+        writes it, from the image's own bytes, while a document's text (or title) is whatever its
+        uploader typed. A scan, not an index: images are fetched when a page shows an answer."""
+        rows = self._query(
+            "SELECT DISTINCT kb_id FROM chunks WHERE instr(metadata, ?) > 0 AND EXISTS "
+            "(SELECT 1 FROM json_each(chunks.metadata, '$.images') AS image WHERE json_extract(image.value, '$.url') = ?)",
+            (handle, handle),
+        )
+        return [row[0] for row in rows]
 
     def chunks_of(self, knowledge_id: str) -> list[ChunkRecord]:
         rows = self._query("SELECT * FROM chunks WHERE knowledge_id=? ORDER BY chunk_type, chunk_index", (knowledge_id,))

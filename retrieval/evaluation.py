@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,22 +101,29 @@ async def evaluate(data_dir: Path, embedder: Embedder, *, max_queries: int | Non
         root = work_dir or Path(tmp)
         stack = RetrievalStack.build(root, embedder, config or RetrievalConfig())
         chunking = ChunkingConfig(chunk_size=chunk_size or WHOLE_DOCUMENT, chunk_overlap=0 if not chunk_size else 80)
-        kb = stack.knowledge_bases.create(f"eval-{beir.name}", chunking=chunking)
-        docs = [TextDocument(doc_text(d), doc_title(d), f"beir:{d['_id']}") for d in beir.corpus]
-        stage = lambda done, total: progress and progress("embedding corpus", done, total)  # noqa: E731
-        knowledge = await IngestionService(stack).ingest_documents(kb.id, docs, progress=stage)
-        beir_id_of = {k.id: k.source.removeprefix("beir:") for k in knowledge}
-        report = EvalReport(beir.name, len(beir.corpus), len(beir.queries))
-        runs: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
-        for i, query in enumerate(beir.queries):
-            vector = await embedder.embed_query(query["text"])
-            for mode in MODES:
-                params = SearchParams(query=query["text"], knowledge_base_ids=[kb.id], match_count=depth,
-                                      disable_recall_thresholds=True, query_embedding=vector,
-                                      disable_vector=mode == "keyword", disable_keyword=mode == "vector")
-                runs[mode][query["_id"]] = _doc_ranking(await stack.searcher.search(params), beir_id_of)
-            if progress:
-                progress("searching", i + 1, len(beir.queries))
-        report.runs = runs
-        report.metrics = {mode: score_run(runs[mode], beir.qrels) for mode in MODES}
+        # shared mode: the scratch KB lives in Redis, beside others' data; a unique name, removed at the end
+        name = f"eval-{beir.name}-{uuid.uuid4().hex[:8]}" if stack.config.redis_url else f"eval-{beir.name}"
+        kb = stack.knowledge_bases.create(name, chunking=chunking)
+        try:
+            # an empty document (Cranfield 471 and 995) can match nothing, and ingestion refuses it
+            docs = [TextDocument(doc_text(d), doc_title(d), f"beir:{d['_id']}") for d in beir.corpus if doc_text(d).strip()]
+            stage = lambda done, total: progress and progress("embedding corpus", done, total)  # noqa: E731
+            knowledge = await IngestionService(stack).ingest_documents(kb.id, docs, progress=stage)
+            beir_id_of = {k.id: k.source.removeprefix("beir:") for k in knowledge}
+            report = EvalReport(beir.name, len(beir.corpus), len(beir.queries))
+            runs: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
+            for i, query in enumerate(beir.queries):
+                vector = await embedder.embed_query(query["text"])
+                for mode in MODES:
+                    params = SearchParams(query=query["text"], knowledge_base_ids=[kb.id], match_count=depth,
+                                          disable_recall_thresholds=True, query_embedding=vector,
+                                          disable_vector=mode == "keyword", disable_keyword=mode == "vector")
+                    runs[mode][query["_id"]] = _doc_ranking(await stack.searcher.search(params), beir_id_of)
+                if progress:
+                    progress("searching", i + 1, len(beir.queries))
+            report.runs = runs
+            report.metrics = {mode: score_run(runs[mode], beir.qrels) for mode in MODES}
+        finally:
+            if stack.config.redis_url:
+                await stack.knowledge_bases.delete(kb.id)
     return report

@@ -3,7 +3,8 @@
 Replaces internal/application/service/knowledgebase_search.go and its satellites
 knowledgebase_search_storegroup.go (grouping), knowledgebase_search_fanout.go (concurrent,
 all-or-nothing fan-out), knowledgebase_search_fusion.go and knowledgebase_search_faq.go.
-Image recall (step 5) is not implemented: Ragline has no image vectors yet. Added to step 7: when
+Image recall (step 5) searches the image rows of the multimodal embedding model beside the text
+rows when one is configured (retrieval/image_recall.py). Added to step 7: when
 both sides answered, pseudo-relevance feedback refines the query vector from the best fused hits
 and the vector side is searched once more (retrieval/feedback.py has the measurements).
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
 from ragline import defaults
+from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import Catalog, ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.embedders import EmbedderPool
@@ -29,9 +31,11 @@ from ragline.retrieval.errors import (
 from ragline.retrieval.faq import deepening_depths, is_negative_for
 from ragline.retrieval.feedback import feedback_chunks, rocchio
 from ragline.retrieval.fusion import Fused, Hit, fuse, normalize_keyword_scores
+from ragline.retrieval.image_recall import image_depth, image_space, vector_pool
 from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import (
+    ChunkType,
     KnowledgeBase,
     KnowledgeBaseType,
     MatchType,
@@ -60,6 +64,8 @@ class _Query:
     knowledge_ids: list[str] | None
     vector_threshold: float
     keyword_threshold: float
+    image_embedding: list[float] | None = None  # the question in the multimodal model's space (image recall)
+    image_model: str = ""  # that model's identity key: names the image rows' space
 
 
 @dataclass
@@ -84,11 +90,12 @@ class HybridSearcher:
     """The one search entry point shared by the pipeline, the search API and agent tools."""
 
     def __init__(self, catalog: Catalog, stores: dict[str, StoreEngines], embedders: EmbedderPool,
-                 settings: RetrievalConfig) -> None:
+                 settings: RetrievalConfig, image_embedder: Embedder | None = None) -> None:
         self.catalog = catalog
         self.stores = stores
         self.embedders = embedders
         self.settings = settings
+        self.image_embedder = image_embedder  # the multimodal model; None: no image recall, nothing changes
 
     async def search(self, params: SearchParams) -> list[SearchResult]:
         kbs = self.authorize(params.knowledge_base_ids, params.tenant_id)  # step 1
@@ -121,7 +128,12 @@ class HybridSearcher:
         if not params.disable_vector:
             embedding = params.query_embedding or await self.embedders.for_kb(kbs[0]).embed_query(params.query)
         off = params.disable_recall_thresholds
+        image_embedding = None
+        if embedding is not None and self.image_embedder is not None and any(kb.type == KnowledgeBaseType.DOCUMENT for kb in kbs):
+            image_embedding = await self.image_embedder.embed_query(params.query)
         return _Query(
+            image_embedding=image_embedding,
+            image_model=self.image_embedder.identity.key if self.image_embedder else "",
             embedding=embedding,
             tokens=tokenize(params.keyword_query or params.query) if use_keyword else [],
             knowledge_ids=params.knowledge_ids or None,
@@ -202,17 +214,26 @@ class HybridSearcher:
 
     async def _query_group(self, engines: StoreEngines, kbs: list[KnowledgeBase], query: _Query,
                            depth: int) -> _GroupResult:
-        """Vector search for every KB; keyword search for document KBs (FAQ KBs have no keyword index)."""
-        vector_calls = [engines.vector.query(kb.id, query.embedding, depth, query.knowledge_ids)
-                        for kb in kbs] if query.embedding is not None else []
-        keyword_calls = [engines.keyword.search(kb.id, query.tokens, depth, query.knowledge_ids)
-                         for kb in kbs if kb.type == KnowledgeBaseType.DOCUMENT and query.tokens]
-        vector_answers, keyword_answers = await asyncio.gather(asyncio.gather(*vector_calls), asyncio.gather(*keyword_calls))
+        """Vector search for every KB (document KBs also in their image rows, 1.5x deep); keyword search
+        for document KBs (FAQ KBs have no keyword index)."""
         doc_kbs = [kb for kb in kbs if kb.type == KnowledgeBaseType.DOCUMENT]
+        image_kbs = doc_kbs if query.image_embedding is not None else []
+        image_ids = {kb.id for kb in image_kbs}
+        deeper = image_depth(depth) if image_kbs else depth
+        vector_calls = [engines.vector.query(kb.id, query.embedding, deeper if kb.id in image_ids else depth, query.knowledge_ids)
+                        for kb in kbs] if query.embedding is not None else []
+        image_calls = [engines.vector.query(image_space(kb.id, query.image_model), query.image_embedding, deeper, query.knowledge_ids)
+                       for kb in image_kbs if query.image_embedding is not None]
+        keyword_calls = [engines.keyword.search(kb.id, query.tokens, depth, query.knowledge_ids)
+                         for kb in doc_kbs if query.tokens]
+        vector_answers, image_answers, keyword_answers = await asyncio.gather(
+            asyncio.gather(*vector_calls), asyncio.gather(*image_calls), asyncio.gather(*keyword_calls))
         out = _GroupResult(vector_filled=any(a.filled for a in vector_answers))
         vector = [Hit(h.chunk_id, kb.id, h.similarity, MatchType.VECTOR)
                   for kb, a in zip(kbs, vector_answers) for h in a.hits]
-        out.vector = sorted((h for h in vector if h.score >= query.vector_threshold), key=lambda h: -h.score)[:depth]
+        images = [Hit(h.chunk_id, kb.id, h.similarity, MatchType.VECTOR)  # a vector hit to fusion; relabelled in step 9
+                  for kb, a in zip(image_kbs, image_answers) for h in a.hits]
+        out.vector = vector_pool(vector, images, image_ids, query.vector_threshold, depth)
         raw = sorted(((h, kb.id) for kb, a in zip(doc_kbs, keyword_answers) for h in a), key=lambda p: -p[0].score)[:depth]
         scores = normalize_keyword_scores([h.score for h, _ in raw])
         out.keyword = [Hit(h.chunk_id, kb_id, s, MatchType.KEYWORD)
@@ -253,10 +274,12 @@ class HybridSearcher:
 
 
 def _result(chunk: ChunkRecord, fused: Fused, title: str) -> SearchResult:
+    # an image row is only ever found through its image vector: the rerank image rules and context images key on this
+    match = MatchType.IMAGE_VECTOR if chunk.chunk_type == ChunkType.IMAGE_VECTOR else fused.match_type
     return SearchResult(
         id=chunk.id, content=chunk.content, score=fused.score, knowledge_id=chunk.knowledge_id,
         knowledge_base_id=chunk.knowledge_base_id, knowledge_title=title, chunk_index=chunk.chunk_index,
-        chunk_type=chunk.chunk_type, match_type=fused.match_type, pre_chunk_id=chunk.pre_id,
+        chunk_type=chunk.chunk_type, match_type=match, pre_chunk_id=chunk.pre_id,
         next_chunk_id=chunk.next_id, parent_chunk_id=chunk.parent_id, vector_score=fused.vector_score,
         keyword_score=fused.keyword_score, metadata=chunk.metadata,
     )

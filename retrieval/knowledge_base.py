@@ -38,6 +38,7 @@ class KnowledgeBaseService:
         description: str = "", tags: builtins.list[str] | None = None, chunking: ChunkingConfig | None = None,
         faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER, shared: bool = False,
         embedding_model: str | None = None, embedding_base_url: str | None = None, vector_store: str = "default",
+        wiki_enabled: bool = False,
     ) -> KnowledgeBase:
         name = name.strip()
         if not name:
@@ -49,7 +50,7 @@ class KnowledgeBaseService:
         kb = KnowledgeBase(
             id=uuid.uuid4().hex, tenant_id=tenant_id, name=name, type=KnowledgeBaseType(type),
             description=description, tags=sorted(set(tags or [])), chunking=chunking or ChunkingConfig(),
-            faq_index_mode=FAQIndexMode(faq_index_mode), shared=shared, vector_store=vector_store,
+            faq_index_mode=FAQIndexMode(faq_index_mode), shared=shared, vector_store=vector_store, wiki_enabled=wiki_enabled,
             embedding_model=embedding_model or self.embedding_model,
             embedding_base_url=self.embedding_base_url if embedding_base_url is None else embedding_base_url,
         )
@@ -82,7 +83,8 @@ class KnowledgeBaseService:
         return [kb for kb in self.catalog.list_kbs() if kb.readable_by(tenant_id)]
 
     def update(self, kb_id: str, tenant_id: str = "default", *, name: str | None = None,
-               description: str | None = None, tags: builtins.list[str] | None = None, shared: bool | None = None) -> KnowledgeBase:
+               description: str | None = None, tags: builtins.list[str] | None = None, shared: bool | None = None,
+               wiki_enabled: bool | None = None) -> KnowledgeBase:
         kb = self._owned(kb_id, tenant_id)
         if name is not None and name.strip() != kb.name:
             if not name.strip():
@@ -96,6 +98,8 @@ class KnowledgeBaseService:
             kb.tags = sorted(set(tags))
         if shared is not None:
             kb.shared = shared
+        if wiki_enabled is not None:  # the caller schedules the rebuild that writes (or removes) the pages
+            kb.wiki_enabled = wiki_enabled
         self.catalog.update_kb(kb)
         return kb
 

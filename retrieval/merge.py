@@ -10,6 +10,7 @@ from typing import Any
 from ragline import defaults
 from ragline.graph.state import HistoryTurn, merge_search_results
 from ragline.retrieval.catalog import Catalog
+from ragline.retrieval.merge_images import absorb_image_hit, prune_markdown_images, resolve_image_chains
 from ragline.retrieval.searchutil import (
     is_content_contained,
     join_chunk_content,
@@ -55,7 +56,8 @@ def history_references(history: Sequence[HistoryTurn], query: str) -> list[Searc
 
 
 def resolve_parents(results: Sequence[SearchResult], catalog: Catalog) -> list[SearchResult]:
-    """Step 4: a child chunk brings its parent's text as context (one batched lookup)."""
+    """Step 4: a child chunk brings its parent's text as context (one batched lookup); an image hit
+    the text around the image (retrieval/merge_images.py); stored images nobody found are pruned."""
     parent_ids = [r.parent_chunk_id for r in results if r.parent_chunk_id]
     parents = catalog.get_chunks(parent_ids) if parent_ids else {}
     resolved = []
@@ -65,7 +67,7 @@ def resolve_parents(results: Sequence[SearchResult], catalog: Catalog) -> list[S
             metadata = {**result.metadata, "child_content": result.content, "parent_chunk_id": parent.id}
             result = result.model_copy(update={"content": parent.content, "metadata": metadata})
         resolved.append(result)
-    return resolved
+    return prune_markdown_images(resolve_image_chains(resolved, catalog))
 
 
 def _joinable(a: SearchResult, b: SearchResult) -> bool:
@@ -149,15 +151,16 @@ def remove_partial_overlaps(results: Sequence[SearchResult]) -> list[SearchResul
     tokens = [set(tokenize_simple(r.content)) for r in ranked]
     kept: list[int] = []
     for index, result in enumerate(ranked):
-        duplicate = False
-        for other in kept:
-            if is_content_contained(result.content, ranked[other].content):
-                duplicate = True
-                break
-            small, big = sorted((len(tokens[index]), len(tokens[other])))
-            if small and big <= small * defaults.PARTIAL_OVERLAP_SIZE_RATIO and overlap_coefficient(tokens[index], tokens[other]) >= defaults.PARTIAL_OVERLAP_RATIO:
-                duplicate = True
-                break
-        if not duplicate:
+        keeper = next((other for other in kept if _near_duplicate(result.content, ranked[other].content, tokens[index], tokens[other])), None)
+        if keeper is None:
             kept.append(index)
+        else:  # a dropped image hit leaves its image with the keeper
+            ranked[keeper] = absorb_image_hit(ranked[keeper], result)
     return [ranked[i] for i in kept]
+
+
+def _near_duplicate(content: str, kept_content: str, tokens: set[str], kept_tokens: set[str]) -> bool:
+    if is_content_contained(content, kept_content):
+        return True
+    small, big = sorted((len(tokens), len(kept_tokens)))
+    return bool(small) and big <= small * defaults.PARTIAL_OVERLAP_SIZE_RATIO and overlap_coefficient(tokens, kept_tokens) >= defaults.PARTIAL_OVERLAP_RATIO

@@ -104,7 +104,7 @@ def filter_by_threshold(scored: Sequence[Scored], threshold: float, keep_top1_mi
     return kept
 
 
-IMAGE_CHUNK_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
+IMAGE_CHUNK_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION, ChunkType.IMAGE_VECTOR)
 
 
 def image_text(result: SearchResult) -> str:

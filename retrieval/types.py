@@ -35,12 +35,15 @@ class ChunkType(StrEnum):
     FAQ = "faq"
     IMAGE_OCR = "image_ocr"  # text read from an image of a document (or an uploaded image) by offline OCR
     IMAGE_CAPTION = "image_caption"  # an image's description by the configured vision model
+    WIKI_PAGE = "wiki_page"  # a summary page the chat model wrote from one or a few documents (ingestion/wiki.py)
+    IMAGE_VECTOR = "image_vector"  # an image's own vector by the multimodal embedding model; never keyword-indexed
 
 
 class MatchType(StrEnum):
     VECTOR = "vector"
     KEYWORD = "keyword"
     HYBRID = "hybrid"  # found by both retrievers and fused
+    IMAGE_VECTOR = "image_vector"  # recalled through the image's own vector (retrieval/image_recall.py)
 
 
 class ChunkingConfig(BaseModel):
@@ -64,6 +67,7 @@ class KnowledgeBase(BaseModel):
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER
     shared: bool = False  # shared with every tenant (seed: organisation-shared KBs)
+    wiki_enabled: bool = False  # the chat model writes wiki pages from the documents; wiki_boost prefers them
     revision: int = 0  # bumped on every write; derived indexes rebuild when it moves
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

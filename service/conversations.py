@@ -32,6 +32,19 @@ from ragline.service.titles import generate_title
 log = logging.getLogger(__name__)
 
 
+class MessageImage(BaseModel):
+    """An image attached to a question (seed: types.Image): its URL and what it shows."""
+
+    url: str
+    caption: str = Field("", description="The image's description: the client's, or the one query understanding wrote.")
+
+
+def message_images(raw: Any) -> builtins.list[MessageImage]:
+    """Stored images, also in the older shape (a bare URL per image)."""
+    items = raw if isinstance(raw, list) else []
+    return [MessageImage(url=i) if isinstance(i, str) else MessageImage.model_validate(i) for i in items if isinstance(i, str | dict)]
+
+
 class Message(BaseModel):
     """One message of a session, as clients see it (seed: types.Message)."""
 
@@ -41,7 +54,7 @@ class Message(BaseModel):
     role: str = Field(description="user or assistant")
     content: str = ""
     knowledge_references: builtins.list[dict[str, Any]] = Field(default_factory=list)
-    images: builtins.list[str] = Field(default_factory=list)
+    images: builtins.list[MessageImage] = Field(default_factory=list)
     is_completed: bool = True
     stopped: bool = False
     truncated: bool = False
@@ -56,7 +69,7 @@ def message_view(message: AnyMessage, session_id: str) -> Message:
         role="user" if isinstance(message, HumanMessage) else "assistant",
         content=threads.text_of(message),
         knowledge_references=list(kwargs.get("references") or []),
-        images=list(kwargs.get("images") or []),
+        images=message_images(kwargs.get("images")),
         stopped=bool(kwargs.get("stopped")),
         truncated=bool(kwargs.get("truncated")),
     )

@@ -62,12 +62,23 @@ def embedder(tmp_path_factory: pytest.TempPathFactory):
     return Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(tmp_path_factory.mktemp("embeddings") / "cache.sqlite"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--retrieval-backend", choices=["embedded", "shared"], default="embedded",
+                     help="where the `stack` fixture keeps catalog, vectors and keywords: files (default) or a test Redis")
+
+
 @pytest.fixture
-def stack(tmp_path: Path, embedder):
+def stack(request: pytest.FixtureRequest, tmp_path: Path, embedder):
+    """The embedded stack; with --retrieval-backend=shared the same tests run on the Redis catalog, vectors and keywords."""
     from ragline.retrieval.config import RetrievalConfig
     from ragline.retrieval.stack import RetrievalStack
 
-    return RetrievalStack.build(tmp_path, embedder, RetrievalConfig(redis_url=None, chroma_url=None))
+    redis_url = None
+    if request.config.getoption("--retrieval-backend") == "shared":
+        server = request.getfixturevalue("redis_server")
+        server.flush()
+        redis_url = server.url
+    return RetrievalStack.build(tmp_path, embedder, RetrievalConfig(redis_url=redis_url, chroma_url=None))
 
 
 @pytest.fixture

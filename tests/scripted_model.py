@@ -43,6 +43,7 @@ class Reply:
     cut_after: int | None = None  # the stream stops after this many chunks, without a finish or [DONE]
     headers: dict[str, str] = field(default_factory=dict)  # sent with an error status (Retry-After)
     scores: list[float] | None = None  # rerank: one score per document (default: word overlap with the query)
+    vectors: Callable[[str], list[float]] | None = None  # embeddings: the vector of each input (default: word_vector)
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> Reply:
@@ -89,7 +90,7 @@ class ScriptedModel:
         self.rules.append((predicate, reply, times))
 
     def on_embedding(self, reply: Reply, times: int | None = None) -> None:
-        """Answer embedding requests with reply (only status, headers, delay and raw apply)."""
+        """Answer embedding requests with reply (status, headers, delay, raw and vectors apply)."""
         self.embedding_rules.append((lambda _b: True, reply, times))
 
     def on_rerank(self, reply: Reply, times: int | None = None) -> None:
@@ -157,7 +158,8 @@ class ScriptedModel:
         if (fault := self._fault(reply)) is not None:
             return fault
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i, "embedding": _vector(str(text))} for i, text in enumerate(texts)]
+        embed = reply.vectors or _vector
+        data = [{"object": "embedding", "index": i, "embedding": embed(str(text))} for i, text in enumerate(texts)]
         return JSONResponse({"object": "list", "data": data, "model": "scripted-embed", "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
     async def _rerank(self, request: Request) -> Response:
@@ -198,13 +200,16 @@ class ScriptedModel:
             self._thread.join(timeout=5)
 
 
-def _vector(text: str, dims: int = 8) -> list[float]:
+def word_vector(text: str, dims: int = 8) -> list[float]:
     """A deterministic unit vector of the text's words (equal texts, equal vectors)."""
     values = [0.0] * dims
     for word in text.lower().split():
         values[sum(map(ord, word)) % dims] += 1.0
     norm = sum(v * v for v in values) ** 0.5 or 1.0
     return [v / norm for v in values]
+
+
+_vector = word_vector  # the default of every embedding reply
 
 
 def _overlap(query: str, document: str) -> float:

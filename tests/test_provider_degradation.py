@@ -106,7 +106,7 @@ async def test_a_failing_reranker_falls_back_to_the_search_order(knowledge, prov
     providers.on_rerank(Reply(status=503, error="rerank down"))
     degraded = await ask(knowledge)
     assert len(providers.rerank_requests) == 3  # tried, retried, then given up
-    assert "".join(e.content for e in of(degraded, ResponseType.ANSWER)) == "About two minutes."
+    assert "".join(e.content for e in of(degraded, ResponseType.ANSWER)).startswith("About two minutes.")  # + its source tag
     assert of(degraded, ResponseType.ERROR) == [] and ends_cleanly(degraded)
     assert reference_sources(degraded) == reference_sources(await ask(knowledge, rerank=False))
 

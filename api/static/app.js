@@ -5,6 +5,7 @@
 //   turn.js        one answer on screen (progress windows, thinking, Markdown, status)
 //   markdown.js    safe Markdown + citation superscripts
 //   references.js  the references panel
+//   images.js      attached pictures, and thumbnails of the images answers draw on
 //   sessions.js    the conversation list
 //   knowledge.js   knowledge base picker, documents and uploads
 //
@@ -15,6 +16,7 @@
 // with Last-Event-ID instead (stream.js): the page still holds what it was shown.
 
 import { Api } from "./api.js";
+import { ImageLoader, attachmentUrl } from "./images.js";
 import { DocumentsDialog, KnowledgePicker } from "./knowledge.js";
 import { ReferencePanel } from "./references.js";
 import { SessionList } from "./sessions.js";
@@ -36,7 +38,9 @@ const state = {
 
 const thread = $("thread");
 const welcome = $("welcome"); // the empty-conversation hint, put back by showWelcome()
-const references = new ReferencePanel($("references"));
+const images = new ImageLoader(api);
+const references = new ReferencePanel($("references"), images);
+let attached = []; // data: URLs of the pictures the next question carries
 const sessions = new SessionList($("sessions"), api, { onOpen: openSession, onDeleted: sessionDeleted, onError: notify });
 const documents = new DocumentsDialog($("kb-dialog"), api);
 const picker = new KnowledgePicker($("knowledge"), api, { onOpenDocuments: (kb) => documents.open(kb), onError: notify });
@@ -119,7 +123,8 @@ function setCurrentSession(id) {
 function newTurn() {
   return new Turn(thread, {
     onCite: (turn, number) => references.focus(turn, number),
-    onReferences: (turn) => references.show(turn),
+    onReferences: (turn, reference) => (reference ? references.open(turn, reference) : references.show(turn)),
+    images,
   });
 }
 
@@ -140,7 +145,7 @@ async function openSession(id) {
   let writing = null;
   for (const message of page.items) {
     if (message.role === "user") {
-      addQuestion(thread, message.content);
+      addQuestion(thread, message.content, message.images);
     } else if (message.is_completed) {
       last = newTurn();
       last.showMessage(message);
@@ -177,7 +182,7 @@ function newConversation() {
 // --- asking, following, stopping ---
 
 async function ask(question) {
-  if ((state.live && !state.live.ended) || !question.trim()) return;
+  if ((state.live && !state.live.ended) || (!question.trim() && !attached.length)) return;
   let sessionId = state.sessionId;
   if (!sessionId) {
     try {
@@ -192,19 +197,57 @@ async function ask(question) {
   }
   welcome.remove();
   $("question").value = "";
-  addQuestion(thread, question);
+  const pictures = attached.map((url) => ({ url }));
+  setAttached([]);
+  addQuestion(thread, question, pictures);
   const turn = newTurn();
   references.clear();
   scrollToEnd(true);
   const kbIds = picker.selectedIds();
   const base = `sessions/${encodeURIComponent(sessionId)}`;
   // With no knowledge base checked, the pure chat route answers from the model alone.
+  const body = pictures.length ? { query: question, images: pictures } : { query: question };
   const request = kbIds.length
-    ? { method: "POST", path: `${base}/knowledge-chat`, body: { query: question, knowledge_base_ids: kbIds } }
-    : { method: "POST", path: `${base}/chat`, body: { query: question } };
+    ? { method: "POST", path: `${base}/knowledge-chat`, body: { ...body, knowledge_base_ids: kbIds } }
+    : { method: "POST", path: `${base}/chat`, body };
   await followLive(turn, sessionId, { request });
   // Refused before it began (a conflict, a bad key): give the question back to edit or resend.
-  if (!turn.messageId && !$("question").value) $("question").value = question;
+  if (!turn.messageId && !$("question").value) {
+    $("question").value = question;
+    if (!attached.length) setAttached(pictures.map((picture) => picture.url));
+  }
+}
+
+// --- attached pictures ---
+
+/** The pictures the next question carries, previewed above the composer, each removable. */
+function setAttached(urls) {
+  attached = urls;
+  const strip = $("attachments");
+  strip.replaceChildren(...urls.map((url, index) => {
+    const item = document.createElement("figure");
+    item.className = "attachment";
+    const img = Object.assign(document.createElement("img"), { className: "thumb", src: url, alt: `Attached picture ${index + 1}` });
+    const remove = Object.assign(document.createElement("button"), { type: "button", className: "link", textContent: "Remove" });
+    remove.setAttribute("aria-label", `Remove attached picture ${index + 1}`);
+    remove.addEventListener("click", () => setAttached(attached.filter((_, i) => i !== index)));
+    item.append(img, remove);
+    return item;
+  }));
+  strip.hidden = urls.length === 0;
+}
+
+async function attach(event) {
+  const input = event.target;
+  const files = [...input.files];
+  input.value = ""; // the same file may be chosen again after a removal
+  for (const file of files) {
+    try {
+      setAttached([...attached, await attachmentUrl(file)]);
+    } catch (error) {
+      notify(error.message);
+    }
+  }
 }
 
 /** Follow one answer into `turn` until it ends, is stopped, fails, or the page moves on. */
@@ -322,6 +365,7 @@ function wire() {
     }
   });
   $("stop").addEventListener("click", stop);
+  $("attach-input").addEventListener("change", attach);
   $("new-chat").addEventListener("click", newConversation);
   $("notice-close").addEventListener("click", () => { $("notice").hidden = true; });
   $("signin-form").addEventListener("submit", signIn);

@@ -127,7 +127,7 @@ export class DocumentsDialog {
     const row = element("li", "document");
     row.append(element("span", "document-title", doc.title || doc.source || doc.id));
     row.append(element("span", "document-type", doc.file_type));
-    // An upload answers only once the document is parsed and indexed, so a listed document is
+    // A document is listed once its ingestion job stored it whole, so a listed document is
     // searchable; no chunks means no text could be read from it.
     const ready = doc.chunk_count > 0;
     row.append(element("span", `document-status ${ready ? "ready" : "empty"}`,
@@ -135,7 +135,7 @@ export class DocumentsDialog {
     return row;
   }
 
-  // One file after another: each parse + embedding already keeps the server busy.
+  // One file after another, each followed to the end of its job: the list refreshes once all are in.
   async uploadAll(files) {
     this.input.value = "";
     for (const file of files) {
@@ -165,23 +165,21 @@ export class DocumentsDialog {
         bar.value = percent;
         status.textContent = `uploading ${percent}%`;
       });
-      // Sent: the server now parses, chunks and embeds it before it answers.
+      // Sent: the server answers 202 with an ingestion job at once; a worker parses, chunks and embeds it.
       xhr.upload.addEventListener("load", () => {
         bar.value = 100;
-        bar.removeAttribute("value"); // an indeterminate bar while the server works
-        status.textContent = "indexing…";
+        bar.removeAttribute("value"); // an indeterminate bar until the job reports progress
+        status.textContent = "queued…";
       });
       xhr.addEventListener("load", () => {
-        bar.remove(); // done either way: the status says how it went
-        if (xhr.status === 201) {
-          const doc = JSON.parse(xhr.responseText);
-          row.classList.add("ready");
-          status.textContent = `indexed · ${doc.chunk_count} chunk${doc.chunk_count === 1 ? "" : "s"}`;
-        } else {
-          row.classList.add("failed");
-          status.textContent = `not added: ${errorFromXhr(xhr).message}`;
-          if (xhr.status === 401) this.api.onUnauthorized(errorFromXhr(xhr));
+        if (xhr.status === 202) {
+          this.follow(JSON.parse(xhr.responseText), row, bar, status).then(resolve);
+          return;
         }
+        bar.remove();
+        row.classList.add("failed");
+        status.textContent = `not added: ${errorFromXhr(xhr).message}`;
+        if (xhr.status === 401) this.api.onUnauthorized(errorFromXhr(xhr));
         resolve();
       });
       xhr.addEventListener("error", () => {
@@ -193,6 +191,42 @@ export class DocumentsDialog {
       const form = new FormData();
       form.append("file", file, file.name);
       xhr.send(form);
+    });
+  }
+
+  /** Show an ingestion job's progress from its SSE events; resolves when it is done, failed or canceled. */
+  follow(job, row, bar, status) {
+    const key = this.api.headers()["X-API-Key"]; // EventSource cannot send headers: the key goes in the query
+    const url = `${V1}/knowledge-bases/${encodeURIComponent(job.knowledge_base_id)}/jobs/${encodeURIComponent(job.id)}/events`
+      + (key ? `?api_key=${encodeURIComponent(key)}` : "");
+    return new Promise((resolve) => {
+      const events = new EventSource(url);
+      const finish = (className, text) => {
+        events.close();
+        bar.remove();
+        row.classList.add(className);
+        status.textContent = text;
+        resolve();
+      };
+      events.addEventListener("message", (message) => {
+        const state = JSON.parse(message.data).data;
+        if (state.state === "done") {
+          const count = state.document ? state.document.chunk_count : 0;
+          finish("ready", `indexed · ${count} chunk${count === 1 ? "" : "s"}`);
+        } else if (state.state === "failed" || state.state === "canceled") {
+          finish("failed", `not added: ${state.error || state.state}`);
+        } else if (state.phase === "embedding" && state.total > 0) {
+          bar.max = state.total;
+          bar.value = state.done;
+          status.textContent = `embedding ${state.done}/${state.total}`;
+        } else {
+          status.textContent = `${state.phase}…`; // queued, parsing, indexing
+        }
+      });
+      // EventSource reconnects by itself (resuming with Last-Event-ID); a refused stream (401, 404) is final
+      events.addEventListener("error", () => {
+        if (events.readyState === EventSource.CLOSED) finish("failed", `not added: ${UNREACHABLE}`);
+      });
     });
   }
 }

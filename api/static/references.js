@@ -3,6 +3,7 @@
 // markup.
 
 import { element } from "./dom.js";
+import { storedImages } from "./images.js";
 import { MATCHED_NOTE } from "./markdown.js";
 
 // The same identity markdown.js gives a citation: chunk for a passage, address for a web page.
@@ -11,9 +12,13 @@ function keyOf(reference) {
 }
 
 export class ReferencePanel {
-  /** @param {HTMLElement} root the <aside> holding a list and an empty-state hint */
-  constructor(root) {
+  /**
+   * @param {HTMLElement} root the <aside> holding a list and an empty-state hint
+   * @param {import("./images.js").ImageLoader} [images] loads the thumbnails of image passages
+   */
+  constructor(root, images) {
     this.root = root;
+    this.images = images;
     this.list = root.querySelector("#ref-list");
     this.empty = root.querySelector("#ref-empty");
     this.caption = root.querySelector("#ref-caption");
@@ -48,6 +53,17 @@ export class ReferencePanel {
     card.scrollIntoView({ block: "nearest", behavior: "smooth" });
   }
 
+  /** Open the card of one reference (an image thumbnail under the answer was clicked). */
+  open(turn, reference) {
+    this.show(turn);
+    this.root.classList.add("open");
+    for (const card of this.list.children) card.classList.remove("focused");
+    const card = [...this.list.children].find((item) => item.dataset.chunkId === reference?.chunk_id);
+    if (!card) return;
+    card.classList.add("focused", "expanded");
+    card.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  }
+
   clear() {
     this.turn = null;
     this.list.replaceChildren();
@@ -58,6 +74,7 @@ export class ReferencePanel {
   card({ reference, number, citation, matched }) {
     const item = element("li", "ref");
     if (number) item.dataset.number = String(number);
+    if (reference?.chunk_id) item.dataset.chunkId = reference.chunk_id;
     const header = element("button", "ref-header");
     header.type = "button";
     header.setAttribute("aria-expanded", "false");
@@ -75,6 +92,12 @@ export class ReferencePanel {
 
     const passage = element("div", "ref-passage", reference ? reflow(reference.content) || "(no text)" : "This passage is not among the answer's stored references.");
     item.append(passage);
+    const pictures = this.images ? storedImages(reference) : [];
+    if (pictures.length) {
+      const strip = element("div", "ref-images");
+      strip.append(...pictures.map((image) => this.images.thumbnail(image)));
+      item.append(strip);
+    }
     const url = reference?.url || citation?.url;
     if (url && /^https?:\/\//i.test(url)) {
       const link = element("a", "ref-link", url);

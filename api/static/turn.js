@@ -2,6 +2,7 @@
 // citation superscripts, and a status line. Built from stream events, or from a stored message.
 
 import { element } from "./dom.js";
+import { answerImages, questionImages } from "./images.js";
 import { renderAnswer } from "./markdown.js";
 
 // The progress windows the pipeline opens (graph/events.py ProgressWindow), in people's words.
@@ -34,10 +35,11 @@ function labelsFor(toolName) {
 export class Turn {
   /**
    * @param {HTMLElement} container the thread
-   * @param {{onCite: (turn: Turn, number: number) => void, onReferences: (turn: Turn) => void}} hooks
+   * @param {{onCite: (turn: Turn, number: number) => void, onReferences: (turn: Turn) => void, images?: import("./images.js").ImageLoader}} hooks
    */
-  constructor(container, { onCite, onReferences }) {
+  constructor(container, { onCite, onReferences, images }) {
     this.onReferences = onReferences;
+    this.images = images;
     this.messageId = null;
     this.answer = "";
     this.thinking = "";
@@ -55,9 +57,11 @@ export class Turn {
     this.thinkingText = element("div", "thinking-text");
     this.thinkingBox.append(this.thinkingSummary, this.thinkingText);
     this.body = element("div", "answer markdown");
+    this.figures = element("div", "answer-images"); // the images the answer's passages hold
+    this.figures.hidden = true;
     this.status = element("p", "status");
     this.status.hidden = true;
-    this.root.append(this.stepList, this.thinkingBox, this.body, this.status);
+    this.root.append(this.stepList, this.thinkingBox, this.body, this.figures, this.status);
     container.append(this.root);
 
     // One listener for every superscript of this answer, present and future.
@@ -84,6 +88,7 @@ export class Turn {
         break;
       case "references":
         this.references = event.knowledge_references || [];
+        this.showImages();
         this.onReferences(this);
         break;
       case "thinking":
@@ -140,6 +145,23 @@ export class Turn {
   /** Close every window still open: no spinner outlives its answer (stop, error, lost stream). */
   closeOpenSteps(outcome) {
     for (const id of this.steps.keys()) this.closeStep(id, outcome);
+  }
+
+  // --- images ---
+
+  /** Thumbnails of the stored images among the references, each opening its passage's card. */
+  showImages() {
+    if (!this.images) return;
+    const figures = answerImages(this.references).map((image) => {
+      const button = element("button", "answer-image");
+      button.type = "button";
+      button.title = image.caption || "Show the passage this image belongs to";
+      button.append(this.images.thumbnail(image));
+      button.addEventListener("click", () => this.onReferences(this, this.references[image.index]));
+      return button;
+    });
+    this.figures.replaceChildren(...figures);
+    this.figures.hidden = figures.length === 0;
   }
 
   // --- text ---
@@ -204,6 +226,7 @@ export class Turn {
   showMessage(message) {
     this.setMessageId(message.id);
     this.references = message.knowledge_references || [];
+    this.showImages();
     this.answer = message.content || "";
     if (message.stopped) this.finish("stopped", "Stopped. The partial answer is kept.");
     else if (message.truncated) this.finish("done", "The answer was cut off at the output limit.");
@@ -211,9 +234,11 @@ export class Turn {
   }
 }
 
-/** A user's question: plain text, kept as typed. */
-export function addQuestion(container, text) {
+/** A user's question: plain text, kept as typed, with the pictures it carried. */
+export function addQuestion(container, text, images = []) {
   const node = element("div", "msg user", text);
+  const pictures = questionImages(images);
+  if (pictures) node.prepend(pictures);
   container.append(node);
   return node;
 }

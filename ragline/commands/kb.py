@@ -92,12 +92,12 @@ def kb_create(args: argparse.Namespace, services: Services) -> int:
     kb = stack.knowledge_bases.create(
         args.name, tenant_id=args.tenant, type=KnowledgeBaseType(args.type), description=args.description,
         tags=[t.strip() for t in args.tags.split(",") if t.strip()], chunking=chunking,
-        faq_index_mode=FAQIndexMode(args.faq_index_mode),
+        faq_index_mode=FAQIndexMode(args.faq_index_mode), wiki_enabled=args.wiki,
     )
     if args.graph:
         asyncio.run(services.graph_store.set_extraction_enabled(kb.id, True))
     print(f"created {kb.type.value} knowledge base {kb.name} ({kb.id}), embeddings: {kb.embedding_model}"
-          + (", entity graph extraction on" if args.graph else ""))
+          + (", entity graph extraction on" if args.graph else "") + (", wiki pages on" if args.wiki else ""))
     return 0
 
 
@@ -124,17 +124,43 @@ async def kb_delete(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
-def kb_update(args: argparse.Namespace, services: Services) -> int:
+async def kb_update(args: argparse.Namespace, services: Services) -> int:
     stack = services.retrieval
     kb = stack.knowledge_bases.resolve(args.name, args.tenant)
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
-    if args.rename is None and args.description is None and tags is None and args.shared is None:
-        raise RetrievalError("nothing to update: give --rename, --description, --tags or --shared/--private")
+    if args.rename is None and args.description is None and tags is None and args.shared is None and args.wiki is None:
+        raise RetrievalError("nothing to update: give --rename, --description, --tags, --shared/--private or --wiki/--no-wiki")
     kb = stack.knowledge_bases.update(kb.id, args.tenant, name=args.rename, description=args.description,
-                                      tags=tags, shared=args.shared)
+                                      tags=tags, shared=args.shared, wiki_enabled=args.wiki)
     print(f"updated knowledge base {kb.name} ({kb.id}): description {kb.description!r}, "
-          f"tags {','.join(kb.tags) or '-'}, {'shared' if kb.shared else 'private'}")
+          f"tags {','.join(kb.tags) or '-'}, {'shared' if kb.shared else 'private'}, wiki {'on' if kb.wiki_enabled else 'off'}")
+    if args.wiki is not None:  # write the pages of the documents already there, or remove them
+        await _settle_wiki(services, kb.id)
     return 0
+
+
+async def _settle_wiki(services: Services, kb_id: str, *, rebuild: bool = True) -> int:
+    """Rebuild the base's wiki now (or wait for the rebuild a document change started) and print how
+    it went; exit code 1 when a page failed. The CLI process ends with the command, so it waits for
+    the pages a server would build in the background."""
+    if rebuild:
+        status = await services.wiki.rebuild(kb_id)
+    else:
+        await services.wiki.drain()
+        status = services.wiki.status(kb_id)
+    print(f"wiki: {status.pages} page(s); written {len(status.written)}, unchanged {status.unchanged}, removed {status.removed}")
+    for title, error in status.failed.items():
+        print(f"error: wiki page {title!r} was not written: {error}", file=sys.stderr)
+    if status.error:
+        print(f"error: the wiki was not rebuilt: {status.error}", file=sys.stderr)
+    return 1 if status.failed or status.error else 0
+
+
+async def kb_wiki(args: argparse.Namespace, services: Services) -> int:
+    kb = services.retrieval.knowledge_bases.resolve(args.name, args.tenant)
+    if not kb.wiki_enabled:
+        print(f"the wiki of {kb.name} is off (turn it on with `ragline kb update {kb.name} --wiki`); its pages are removed")
+    return await _settle_wiki(services, kb.id)
 
 
 def doc_list(args: argparse.Namespace, services: Services) -> int:
@@ -178,7 +204,7 @@ async def doc_delete(args: argparse.Namespace, services: Services) -> int:
     for doc in {d.id: d for d in targets}.values():
         await service.delete_knowledge(kb.id, doc.id, args.tenant)
         print(f"deleted {doc.title} ({doc.id}, {doc.chunk_count} chunk(s)) from {kb.name}")
-    return 0
+    return await _settle_wiki(services, kb.id, rebuild=False) if kb.wiki_enabled else 0
 
 
 def _collect(paths: list[str]) -> list[Path]:
@@ -219,7 +245,7 @@ async def ingest(args: argparse.Namespace, services: Services) -> int:
         bar.close()
     chunks = sum(k.chunk_count for k in knowledge)
     print(f"ingested {len(knowledge)} document(s), {chunks} chunk(s) into {kb.name}")
-    return 0
+    return await _settle_wiki(services, kb.id, rebuild=False) if kb.wiki_enabled else 0
 
 
 async def search(args: argparse.Namespace, services: Services) -> int:
@@ -288,6 +314,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--parent-child", action="store_true", help="index 384-char children of 4096-char parents")
     create.add_argument("--faq-index-mode", choices=[m.value for m in FAQIndexMode], default="question_answer")
     create.add_argument("--graph", action="store_true", help="also extract entities and relationships into the graph (an LLM call per chunk)")
+    create.add_argument("--wiki", action="store_true", help="the chat model writes wiki pages from the documents (an LLM call per topic)")
     create.set_defaults(func=_guarded(kb_create))
     listing = kb_sub.add_parser("list", parents=[tenant], help="list knowledge bases")
     listing.set_defaults(func=_guarded(kb_list))
@@ -302,7 +329,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sharing = update.add_mutually_exclusive_group()
     sharing.add_argument("--shared", dest="shared", action="store_true", default=None, help="readable by every tenant")
     sharing.add_argument("--private", dest="shared", action="store_false", help="readable by its tenant only")
+    wiki = update.add_mutually_exclusive_group()
+    wiki.add_argument("--wiki", dest="wiki", action="store_true", default=None, help="write wiki pages from the documents")
+    wiki.add_argument("--no-wiki", dest="wiki", action="store_false", help="stop the wiki and remove its pages")
     update.set_defaults(func=_guarded(kb_update))
+    rebuild = kb_sub.add_parser("wiki", parents=[tenant], help="rebuild the wiki pages of a knowledge base now")
+    rebuild.add_argument("name")
+    rebuild.set_defaults(func=_guarded(kb_wiki))
 
     doc = subparsers.add_parser("doc", help="list or delete the documents of a knowledge base")
     doc_sub = doc.add_subparsers(dest="doc_command", required=True)

@@ -33,6 +33,29 @@ def memory_settings(scripted: Any = None, **overrides: Any) -> Any:
     return Settings(**{"checkpointer": "memory", "stream_manager": "memory", "redis_url": None, "sse_heartbeat_s": 1.0, **overrides})
 
 
+def embedded_services(root: Path, settings: Any, embedder: Any = None) -> Any:
+    """Services whose retrieval stack lives under `root`: Chroma files, and the local e5 embedder
+    (its cache under `root` too, unless an embedder is given)."""
+    from ragline.models.embeddings import Embedder, EmbeddingCache
+    from ragline.retrieval.config import RetrievalConfig
+    from ragline.retrieval.stack import RetrievalStack
+    from ragline.services import Services
+
+    embedder = embedder or Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(root / "embeddings.sqlite"))
+
+    def stack() -> RetrievalStack:
+        return RetrievalStack.build(root / "retrieval", embedder, RetrievalConfig(redis_url=None, chroma_url=None))
+
+    return Services(settings, retrieval_factory=stack)
+
+
+def serve_embedded(root: Path, settings: Any) -> ThreadServer:
+    """A started service over `embedded_services(root, settings)`; the caller stops it."""
+    from ragline.api.app import create_app
+
+    return ThreadServer(create_app(settings, services=embedded_services(root, settings))).start()
+
+
 class ThreadServer:
     """An ASGI app under uvicorn in a background thread, on a free loopback port."""
 

@@ -11,12 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from ragline.api.app import create_app
-from ragline.models.embeddings import Embedder, EmbeddingCache
-from ragline.retrieval.config import RetrievalConfig
-from ragline.retrieval.stack import RetrievalStack
-from ragline.services import Services
-from tests.api.live import ThreadServer, collect, memory_settings, new_session, types
+from tests.api.live import ThreadServer, collect, memory_settings, new_session, serve_embedded, types
 from tests.scripted_model import Reply, last_user_text
 
 KEYS = {"key-ann": "acme/ann", "key-bob": "acme/bob", "key-globex-ann": "globex/ann"}
@@ -29,13 +24,8 @@ ASK_AGAIN = "What is the code of the garage door?"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, scripted_server) -> Iterator[ThreadServer]:
     root = tmp_path_factory.mktemp("chat-history-api")
-    embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(root / "embeddings.sqlite"))
-
-    def stack() -> RetrievalStack:
-        return RetrievalStack.build(root / "retrieval", embedder, RetrievalConfig(redis_url=None, chroma_url=None))
-
     settings = memory_settings(scripted_server, api_keys=KEYS, generate_titles=False)
-    live = ThreadServer(create_app(settings, services=Services(settings, retrieval_factory=stack))).start()
+    live = serve_embedded(root, settings)
     yield live
     live.stop()
 

@@ -21,11 +21,11 @@ async def _json_routes(client: httpx.AsyncClient) -> list[tuple[str, str]]:
     """Every route that takes a JSON body, with real ids so each reaches its body."""
     sid = await new_session(client)
     kb = (await client.post("/api/v1/knowledge-bases", json={"name": "limits-kb"})).json()["id"]
-    ids = {"session_id": sid, "kb_id": kb, "document_id": "missing", "message_id": "missing", "memory_id": "missing"}
+    ids = {"session_id": sid, "kb_id": kb, "document_id": "missing", "message_id": "missing", "memory_id": "missing", "job_id": "missing"}
     routes = []
     for route in ROUTES:
         for method in sorted((route.methods or set()) & {"POST", "PATCH"}):
-            if route.path.endswith(("/documents", "/faq/import", "/reparse")):
+            if route.path.endswith(("/documents", "/faq/import", "/reparse", "/wiki/rebuild")):
                 continue  # multipart uploads, or no body at all
             routes.append((method, route.path.format(**ids)))
     return routes

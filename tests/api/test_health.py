@@ -42,3 +42,25 @@ async def test_health_is_503_naming_redis_while_it_is_down_and_ok_once_it_is_bac
     finally:
         live.stop()
         redis.stop()
+
+
+async def test_health_reports_the_knowledge_catalog_once_it_is_open_and_never_opens_it_itself(scripted_server, tmp_path):
+    from tests.api.live import embedded_services
+
+    settings = memory_settings(scripted_server, data_dir=tmp_path)
+    core = embedded_services(tmp_path, settings)
+    live = ThreadServer(create_app(settings, services=core)).start()
+    try:
+        async with httpx.AsyncClient(base_url=live.url, timeout=10) as client:
+            assert "catalog" not in (await client.get("/health")).json()["checks"] and not core.is_open("retrieval")
+            assert (await client.get("/api/v1/knowledge-bases")).status_code == 200  # opens the stores
+            assert (await client.get("/health")).json()["checks"]["catalog"] == "ok"
+
+            def broken(_kb_id: str) -> None:
+                raise OSError("disk I/O error")
+
+            core.retrieval.catalog.get_kb = broken  # the catalog's file went away under the service
+            down = await client.get("/health")
+            assert down.status_code == 503 and down.json()["checks"]["catalog"] == "down: OSError: disk I/O error"
+    finally:
+        live.stop()

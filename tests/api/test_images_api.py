@@ -10,12 +10,8 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from ragline.api.app import create_app
-from ragline.models.embeddings import Embedder, EmbeddingCache
-from ragline.retrieval.config import RetrievalConfig
-from ragline.retrieval.stack import RetrievalStack
-from ragline.services import Services
-from tests.api.live import ThreadServer, collect, memory_settings
+from tests.api.jobs import ingested
+from tests.api.live import ThreadServer, collect, memory_settings, serve_embedded
 from tests.ingestion.image_fixtures import bomb_png, chart_image, pdf_with_image, screenshot_png
 from tests.scripted_model import Reply
 
@@ -26,13 +22,8 @@ SCREEN = ["Error E42: anemometer bearing worn", "Replace the bearing with part A
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, scripted_server) -> Iterator[ThreadServer]:
     root = tmp_path_factory.mktemp("images-api")
-    embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(root / "embeddings.sqlite"))
-
-    def stack() -> RetrievalStack:
-        return RetrievalStack.build(root / "retrieval", embedder, RetrievalConfig(redis_url=None, chroma_url=None))
-
     settings = memory_settings(scripted_server, data_dir=root)  # no vlm_model: OCR alone, offline
-    live = ThreadServer(create_app(settings, services=Services(settings, retrieval_factory=stack))).start()
+    live = serve_embedded(root, settings)
     yield live
     live.stop()
 
@@ -51,8 +42,9 @@ async def test_a_question_only_the_screenshot_answers_finds_its_ocr_chunk_and_ci
     kb = (await client.post(f"{V1}/knowledge-bases", json={"name": "station-images"})).json()["id"]
     report = await upload(client, kb, "report.pdf", pdf_with_image("Quarterly report of the Aurora station.", chart_image()), "application/pdf")
     screen = await upload(client, kb, "error-screen.png", screenshot_png(SCREEN), "image/png")
-    assert report.status_code == screen.status_code == 201, (report.text, screen.text)
-    chunks = (await client.get(f"{V1}/knowledge-bases/{kb}/documents/{screen.json()['id']}/chunks")).json()["items"]
+    await ingested(client, report)
+    screen_document = await ingested(client, screen)
+    chunks = (await client.get(f"{V1}/knowledge-bases/{kb}/documents/{screen_document['id']}/chunks")).json()["items"]
     assert [(c["chunk_type"], c["content"]) for c in chunks] == [("image_ocr", "\n".join(SCREEN))]
     [image] = chunks[0]["metadata"]["images"]
     assert re.fullmatch(r"local://images/[0-9a-f]{64}\.png", image["url"]) and image["ocr_text"] == chunks[0]["content"]

@@ -9,12 +9,9 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from ragline.api.app import ROUTES, create_app
-from ragline.models.embeddings import Embedder, EmbeddingCache
-from ragline.retrieval.config import RetrievalConfig
-from ragline.retrieval.stack import RetrievalStack
-from ragline.services import Services
-from tests.api.live import ThreadServer, collect, memory_settings, types
+from ragline.api.app import ROUTES
+from tests.api.jobs import finished, ingested
+from tests.api.live import ThreadServer, collect, memory_settings, serve_embedded, types
 from tests.scripted_model import Reply
 
 KEYS = {"key-a": "acme", "key-b": "globex"}
@@ -26,13 +23,8 @@ DESCALING = "Descale the Aurora kettle every month with citric acid to remove li
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, scripted_server) -> Iterator[ThreadServer]:
     root = tmp_path_factory.mktemp("kb-api")
-    embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(root / "embeddings.sqlite"))
-
-    def stack() -> RetrievalStack:
-        return RetrievalStack.build(root / "retrieval", embedder, RetrievalConfig(redis_url=None, chroma_url=None))
-
     settings = memory_settings(scripted_server, api_keys=KEYS)
-    live = ThreadServer(create_app(settings, services=Services(settings, retrieval_factory=stack))).start()
+    live = serve_embedded(root, settings)
     yield live
     live.stop()
 
@@ -53,11 +45,9 @@ async def kettle_kb(client: httpx.AsyncClient, name: str) -> tuple[str, str]:
     created = await client.post(f"{V1}/knowledge-bases", json={"name": name, "description": "kettle manual"})
     assert created.status_code == 201, created.text
     kb = created.json()["id"]
-    doc = await client.post(f"{V1}/knowledge-bases/{kb}/documents/text", json={"text": WARRANTY, "title": "Warranty"})
-    assert doc.status_code == 201, doc.text
-    upload = await client.post(f"{V1}/knowledge-bases/{kb}/documents", files={"file": ("descaling.md", DESCALING.encode(), "text/markdown")})
-    assert upload.status_code == 201, upload.text
-    return kb, doc.json()["id"]
+    doc = await ingested(client, await client.post(f"{V1}/knowledge-bases/{kb}/documents/text", json={"text": WARRANTY, "title": "Warranty"}))
+    await ingested(client, await client.post(f"{V1}/knowledge-bases/{kb}/documents", files={"file": ("descaling.md", DESCALING.encode(), "text/markdown")}))
+    return kb, doc["id"]
 
 
 async def test_documents_are_added_listed_chunked_searched_reparsed_and_deleted(acme):
@@ -121,7 +111,7 @@ async def test_knowledge_chat_sends_the_references_before_the_answer(acme, scrip
     assert any("two years" in r.get("content", "") for r in references)
 
 
-def knowledge_requests(kb: str, doc: str) -> list[tuple[str, str, dict]]:
+def knowledge_requests(kb: str, doc: str, job: str = "JOB") -> list[tuple[str, str, dict]]:
     base = f"{V1}/knowledge-bases/{kb}"
     return [
         ("GET", base, {}),
@@ -136,18 +126,26 @@ def knowledge_requests(kb: str, doc: str) -> list[tuple[str, str, dict]]:
         ("GET", f"{base}/faq", {}),
         ("POST", f"{base}/faq", {"json": {"entries": [{"standard_question": "q", "answers": ["a"]}]}}),
         ("POST", f"{base}/faq/import", {"files": {"file": ("f.json", b"[]")}}),
+        ("GET", f"{base}/jobs/{job}", {}),
+        ("DELETE", f"{base}/jobs/{job}", {}),
+        ("POST", f"{base}/jobs/{job}/cancel", {}),
+        ("GET", f"{base}/jobs/{job}/events", {}),
+        ("GET", f"{base}/wiki", {}),
+        ("POST", f"{base}/wiki/rebuild", {}),
     ]
 
 
 def test_the_isolation_table_covers_every_knowledge_base_route():
-    covered = {(m, p.replace("KB", "{kb_id}").replace("DOC", "{document_id}")) for m, p, _ in knowledge_requests("KB", "DOC")}
+    covered = {(m, p.replace("KB", "{kb_id}").replace("DOC", "{document_id}").replace("JOB", "{job_id}")) for m, p, _ in knowledge_requests("KB", "DOC")}
     routes = {(m, r.path) for r in ROUTES for m in (r.methods or ()) if m != "HEAD" and "{kb_id}" in r.path}
     assert routes == covered
 
 
 async def test_another_tenant_reaches_no_knowledge_base_of_ours(acme, globex):
     kb, doc = await kettle_kb(acme, "kettle-private")
-    for method, url, kwargs in knowledge_requests(kb, doc):
+    planted_job = await acme.post(f"{V1}/knowledge-bases/{kb}/documents/text", json={"text": WARRANTY, "source": "warranty-again"})
+    job = (await finished(acme, planted_job))["id"]
+    for method, url, kwargs in knowledge_requests(kb, doc, job):
         response = await globex.request(method, url, **kwargs)
         assert response.status_code == 404, (method, url, response.status_code, response.text)
         assert "two years" not in response.text
@@ -162,7 +160,8 @@ async def test_another_tenant_reaches_no_knowledge_base_of_ours(acme, globex):
         asked = await globex.post(f"{V1}/sessions/{sid}/knowledge-chat", json=question)
         assert asked.status_code == 404, asked.text
     mine = (await acme.get(f"{V1}/knowledge-bases/{kb}/documents")).json()["items"]
-    assert len(mine) == 2  # nothing was planted or deleted
+    assert len(mine) == 3  # nothing was planted or deleted (the two of kettle_kb and the job's)
+    assert (await acme.get(f"{V1}/knowledge-bases/{kb}/jobs/{job}")).json()["state"] == "done"  # nor canceled
 
 
 @pytest.mark.parametrize("name", [".", "..", "fa\x00q.json", "x" * 300 + ".json", "..\\..\\faq.json"])
@@ -182,12 +181,11 @@ async def test_an_uploaded_document_keeps_no_folders_and_no_control_characters_i
     kb = created.json()["id"]
     upload = await acme.post(f"{V1}/knowledge-bases/{kb}/documents", data={"title": "Warranty\x00 terms\x07"},
                              files={"file": ("..\\..\\pwned2.md", DESCALING.encode(), "text/markdown")})
-    assert upload.status_code == 201, upload.text
-    document = upload.json()
+    document = await ingested(acme, upload)
     assert document["title"] == "Warranty terms"
     assert document["source"] == "upload:pwned2.md"
     text = await acme.post(f"{V1}/knowledge-bases/{kb}/documents/text", json={"text": WARRANTY, "title": "a\x00b\nc"})
-    assert text.json()["title"] == "ab c"
+    assert (await ingested(acme, text))["title"] == "ab c"
 
 
 async def test_empty_or_binary_uploads_are_refused_with_a_clear_4xx_and_nothing_is_kept(acme):

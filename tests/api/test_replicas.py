@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.api.jobs import ingested
 from tests.api.live import ProcessServer, answer_of, collect, frames, types
 from tests.redis_server import RedisServer
 from tests.scripted_model import Reply, ScriptedModel
@@ -121,7 +122,7 @@ async def test_a_knowledge_chat_whose_server_is_killed_before_the_answer_still_a
         kb = (await to_victim.post("/api/v1/knowledge-bases", json={"name": f"durable-{stage_frames}"})).json()["id"]
         added = await to_victim.post(f"/api/v1/knowledge-bases/{kb}/documents/text",
                                      json={"text": "Durable runs survive the death of their server.", "title": "Runs"})
-        assert added.status_code == 201, added.text
+        await ingested(to_victim, added)
         sid = (await to_victim.post("/api/v1/sessions", json={"title": "durable"})).json()["id"]
         ask = {"query": "What survives a dead server?", "knowledge_base_ids": [kb]}
         head = await collect(to_victim, "POST", f"/api/v1/sessions/{sid}/knowledge-chat", json=ask, limit=stage_frames)

@@ -3,6 +3,7 @@ import json
 from ragline.ingestion.faq_import import FAQEntry, import_faq_file, upsert_faq
 from ragline.retrieval.faq import deepening_depths
 from ragline.retrieval.types import FAQIndexMode, KnowledgeBaseType, SearchParams
+from tests.vector_rows import vector_row_count
 
 ENTRY = FAQEntry(standard_question="How do I reset the rain total?",
                  similar_questions=["Clear rainfall counter"],
@@ -15,7 +16,7 @@ def faq_kb(stack, mode=FAQIndexMode.QUESTION_ANSWER):
 
 
 def vector_count(stack, kb):
-    return stack.stores["default"].vector._collection(kb.id, create=False).count()
+    return vector_row_count(stack.stores["default"].vector, kb.id)
 
 
 async def test_negative_questions_are_never_indexed(stack, ingestion):

@@ -4,11 +4,11 @@ from ragline.ingestion.service import TextDocument
 from ragline.retrieval.errors import IngestionError
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import ChunkingConfig, ChunkType, SearchParams
+from tests.vector_rows import vector_row_count, vectors_dropped
 
 
 def vector_count(stack, kb):
-    col = stack.stores["default"].vector._collection(kb.id, create=False)
-    return col.count() if col is not None else 0
+    return vector_row_count(stack.stores["default"].vector, kb.id)
 
 
 def keyword_ids(stack, kb, query):
@@ -50,7 +50,7 @@ async def test_deleting_a_kb_removes_its_collection_documents_and_chunks(stack, 
     kb = stack.knowledge_bases.create("docs")
     doc = await ingestion.ingest_text(kb.id, "Tea grows in Assam.", "tea", "src:tea")
     await stack.knowledge_bases.delete(kb.id)
-    assert stack.stores["default"].vector._collection(kb.id, create=False) is None
+    assert vectors_dropped(stack.stores["default"].vector, kb.id)
     assert stack.catalog.get_knowledge(doc.id) is None and stack.catalog.chunk_ids_of([doc.id]) == []
     assert stack.knowledge_bases.list() == []
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from ragline.retrieval.catalog import Catalog, ChunkRecord
+from ragline.retrieval.catalog import ChunkRecord, SqliteCatalog
 from ragline.retrieval.keyword_index import Bm25sKeywordIndex
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import KnowledgeBase
@@ -25,7 +25,7 @@ QUERIES = ["boundary layer separation", "supersonic flutter of plates", "heat tr
 
 @pytest.fixture
 def index(tmp_path) -> Bm25sKeywordIndex:
-    catalog = Catalog(tmp_path / "catalog.sqlite")
+    catalog = SqliteCatalog(tmp_path / "catalog.sqlite")
     catalog.insert_kb(KnowledgeBase(id="kb", tenant_id="t", name="kb", embedding_model="m"))
     chunks = [ChunkRecord(f"c{i}", "kb", f"doc{i % 3}", i, text, tokens=tokenize(text)) for i, text in enumerate(CORPUS)]
     from ragline.retrieval.types import Knowledge

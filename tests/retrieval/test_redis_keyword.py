@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragline.ingestion.service import TextDocument
-from ragline.retrieval.catalog import Catalog, ChunkRecord
+from ragline.retrieval.catalog import Catalog, ChunkRecord, SqliteCatalog
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.keyword_index import Bm25sKeywordIndex
 from ragline.retrieval.redis_keyword import (
@@ -47,7 +47,7 @@ def redis_server() -> Iterator[RedisServer]:
 
 @pytest.fixture
 def catalog(tmp_path) -> Catalog:
-    catalog = Catalog(tmp_path / "catalog.sqlite")
+    catalog = SqliteCatalog(tmp_path / "catalog.sqlite")
     catalog.insert_kb(KnowledgeBase(id="kb", tenant_id="t", name="kb", embedding_model="m"))
     chunks = [ChunkRecord(f"c{i}", "kb", f"doc{i % 3}", i, text, tokens=tokenize(text)) for i, text in enumerate(CORPUS)]
     docs = [Knowledge(id=f"doc{j}", knowledge_base_id="kb", tenant_id="t", title=f"d{j}", source=f"s{j}") for j in range(3)]

@@ -1,0 +1,60 @@
+"""Stored images by handle: `GET /api/v1/images/<sha256>.<ext>` serves `local://images/<sha256>.<ext>`.
+
+Answers cite image chunks whose ImageInfo holds such a handle; the page shows them as thumbnails
+from here. An image is served only to a tenant that may read a knowledge base with a chunk
+referring to it; any other name (a missing file, another tenant's image, a crafted path) is the
+same 404, so the route says nothing about what exists. The file path comes only from
+`ImageStore.path_of`, which accepts nothing but the content-address shape: no traversal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+
+from ragline.api import inputs
+from ragline.api.errors import NotFound
+from ragline.api.openapi import doc
+from ragline.api.services import AppServices, services
+from ragline.ingestion.images import URL_SCHEME
+from ragline.service.access import Principal
+
+TAG = "knowledge"
+MEDIA_TYPES = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"}
+# Content-addressed, so never stale; private: whether a cache may hand it out depends on the key.
+IMAGE_HEADERS = {
+    "Cache-Control": "private, max-age=86400, immutable",
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; sandbox",  # opened on its own, an image runs nothing
+}
+
+
+def handle_of(name: str) -> str:
+    """The stored handle a route name stands for (`<sha>.<ext>` -> `local://images/<sha>.<ext>`)."""
+    return f"{URL_SCHEME}{name}"
+
+
+async def readable_file(svc: AppServices, who: Principal, handle: str) -> Path:
+    """The image's file when the caller may see it; NotFound otherwise (one answer for every refusal)."""
+    path = svc.core.images.store.path_of(handle)
+    if path is None:
+        raise NotFound("no such image")
+    stack = await svc.stack()
+    kb_ids = await asyncio.to_thread(stack.catalog.kbs_referencing, handle)
+    kbs = stack.catalog.get_kbs(kb_ids)
+    if not any(kb.readable_by(who.tenant_id) for kb in kbs.values()) or not path.is_file():
+        raise NotFound("no such image")
+    return path
+
+
+@doc("A stored image of a knowledge base the caller may read (the `local://images/<name>` of ImageInfo)", TAG, errors=(401, 404))
+async def get_image(request: Request) -> Response:
+    """The image's bytes with its content type (PNG, JPEG, WebP or GIF)."""
+    svc = services(request)
+    who = svc.authenticate(request)
+    name = inputs.path(request, "name")
+    path = await readable_file(svc, who, handle_of(name))
+    return FileResponse(path, media_type=MEDIA_TYPES[path.suffix.lstrip(".")], headers=IMAGE_HEADERS)

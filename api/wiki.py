@@ -1,0 +1,40 @@
+"""Wiki routes: the state of a knowledge base's wiki pages, and a rebuild on demand.
+
+Pages are rebuilt in the background after documents change (service/wiki.py); these routes show
+how the last rebuild went (pages written, failed and why) and start one by hand, e.g. after a
+provider outage made pages fail.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ragline.api import inputs
+from ragline.api.openapi import doc
+from ragline.api.services import services
+from ragline.retrieval.errors import KnowledgeBaseAccessError
+from ragline.service.wiki import WikiStatus
+
+TAG = "knowledge"
+
+
+@doc("The wiki of a knowledge base: pages stored, and how the last rebuild went", TAG, response=WikiStatus, errors=(401, 404))
+async def wiki_status(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    stack = await svc.stack()
+    kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
+    return JSONResponse(svc.core.wiki.status(kb.id).model_dump(mode="json"))
+
+
+@doc("Rebuild the wiki pages of a knowledge base in the background (owning tenant)", TAG, response=WikiStatus, status=202, errors=(401, 404))
+async def rebuild_wiki(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    stack = await svc.stack()
+    kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
+    if not kb.owned_by(who.tenant_id):
+        raise KnowledgeBaseAccessError("only the owning tenant may rebuild this knowledge base's wiki")
+    svc.core.wiki.schedule(kb.id)
+    return JSONResponse(svc.core.wiki.status(kb.id).model_dump(mode="json"), status_code=202)

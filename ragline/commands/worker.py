@@ -1,0 +1,63 @@
+"""`ragline worker`: runs ingestion jobs from Redis (uploads answered 202 by any `ragline serve` replica).
+
+Needs RAGLINE_REDIS_URL (without it, `ragline serve` runs the jobs itself). A worker reads the
+same settings as the service: the data directory and stores it indexes into, the embedding model,
+and job_workers (jobs at once; --concurrency overrides). SIGTERM or Ctrl-C stops it; a job it was
+running when it died (even by SIGKILL) is retried by another worker once its heartbeat is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from ragline.settings import Settings
+
+
+async def serve_jobs(settings: Settings) -> None:
+    from redis.asyncio import Redis
+
+    from ragline.checkpoints.savers import redis_pool
+    from ragline.checkpoints.streams import RedisStreamManager
+    from ragline.service.job_queue import run_worker
+    from ragline.service.job_service import redis_jobs
+    from ragline.services import Services
+
+    services = Services.from_settings(settings)
+    text = Redis(connection_pool=redis_pool(settings.redis_url or "", decode_responses=True))  # progress events
+    streams = RedisStreamManager(text)
+    client, _store, queue, runner = redis_jobs(settings, streams, services)
+    try:
+        await client.ping()
+        await run_worker(queue, runner, settings)
+    finally:
+        await queue.aclose()
+        await streams.aclose()
+        await client.aclose()
+        await text.aclose()
+        await services.aclose()
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragline.service.logs import configure
+    from ragline.settings import get_settings
+
+    settings = get_settings()
+    if not settings.redis_url:
+        print("ragline worker: RAGLINE_REDIS_URL is not set; without Redis, `ragline serve` runs ingestion jobs itself", file=sys.stderr)
+        return 2
+    if args.concurrency:
+        settings = settings.model_copy(update={"job_workers": args.concurrency})
+    configure(args.log_level, json_lines=args.log_format == "json")
+    print(f"ragline worker: serving ingestion jobs, {settings.job_workers} at a time", file=sys.stderr, flush=True)
+    asyncio.run(serve_jobs(settings))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("worker", help="run ingestion jobs (uploads) from Redis: parse, chunk, embed, index")
+    parser.add_argument("--concurrency", type=int, help="jobs at once (default: RAGLINE_JOB_WORKERS or 1)")
+    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument("--log-format", default="json", choices=["json", "text"])
+    parser.set_defaults(func=run)

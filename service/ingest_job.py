@@ -1,0 +1,148 @@
+"""The ingestion job: one uploaded file (or text) parsed, chunked, embedded and indexed, with progress.
+
+The same function runs in `ragline worker` processes (shared mode, service/job_queue.py) and in
+the service's own event loop (embedded mode). CPU work stays off the event loop: parsing runs in
+a thread here, chunking and OCR in threads inside the ingestion service, and local embeddings in
+the embedding engine's own thread, so answers streamed by the same process keep flowing.
+
+A job is idempotent by document revision: its new ids derive from the job id
+(ingestion/ids.py), the catalog swaps the document's chunks in one transaction, and a document
+whose content hash is stored already is skipped. Run twice, by a retry after a dead worker, it
+leaves exactly one copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from ragline import defaults
+from ragline.checkpoints.streams import StreamManager
+from ragline.ingestion.ids import revision_ids
+from ragline.ingestion.service import IngestionService, TextDocument
+from ragline.retrieval.errors import RetrievalError
+from ragline.service.jobs import JOB_LOG, JobRecord, JobState, JobStore, job_event
+
+log = logging.getLogger(__name__)
+Touch = Callable[[], Awaitable[None]]  # tells the task queue the job is alive (saq's heartbeat)
+
+
+def precheck(data: bytes, filename: str) -> None:
+    """The cheap part of parsing, done before an upload is queued: an unsupported, empty, binary or
+    bomb-like file is refused at once (4xx) instead of failing its job later."""
+    from ragline.ingestion.images import IMAGE_TYPES, inspect_image
+    from ragline.ingestion.parsers import SUPPORTED, check_archive, check_text, decode_text
+    from ragline.retrieval.errors import IngestionError
+
+    kind = Path(filename).suffix.lower().lstrip(".")
+    if kind not in SUPPORTED:
+        raise IngestionError(f"unsupported file type '{kind}' (supported: {', '.join(SUPPORTED)})")
+    if kind in IMAGE_TYPES:
+        inspect_image(data, filename, Path(filename).stem, filename)
+    elif kind in ("docx", "xlsx"):
+        check_archive(data, filename)
+    elif kind != "pdf":
+        check_text(decode_text(data), filename)
+
+
+def document_of(record: JobRecord, data: bytes) -> TextDocument:
+    """The job's document: the file parsed by its extension, or the text as it is."""
+    if record.kind == "text":
+        return TextDocument(data.decode(), record.title, record.source, "txt")
+    from ragline.ingestion.parsers import parse_bytes
+
+    parsed = parse_bytes(data, Path(record.filename).suffix, record.filename)
+    return TextDocument.parsed(parsed, record.title or parsed.title or Path(record.filename).stem, record.source)
+
+
+class _Progress:
+    """Collects the ingestion's progress callbacks (called from any thread) for the reporter to publish."""
+
+    def __init__(self) -> None:
+        self.done = self.total = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def phase(self) -> str:
+        if not self.total:
+            return "parsing"
+        return "embedding" if self.done < self.total else "indexing"
+
+
+class IngestJob:
+    """Runs jobs by id against one IngestionService, publishing each change of the record."""
+
+    def __init__(self, store: JobStore, streams: StreamManager, ingestion: Callable[[], IngestionService],
+                 heartbeat_s: float = defaults.JOB_HEARTBEAT_S) -> None:
+        self.store, self.streams = store, streams
+        self.heartbeat_s = heartbeat_s  # the job's heartbeat is sent three times per period: one late touch is no death
+        self._ingestion = ingestion  # opens the stores on first use (in a thread: it opens Chroma)
+
+    async def publish(self, record: JobRecord) -> JobRecord:
+        """Store the record and append it to the job's event log; returns what is stored (a cancel wins)."""
+        stored = await self.store.save(record)
+        if stored.updated_at == record.updated_at and stored.state == record.state:
+            await self.streams.append(JOB_LOG, record.id, job_event(stored))
+        return stored
+
+    async def run(self, job_id: str, touch: Touch | None = None) -> JobRecord | None:
+        record = await self.store.get(job_id)
+        if record is None or record.final:  # canceled before it started, or finished by an earlier attempt
+            return record
+        record = await self.publish(record.but(state=JobState.RUNNING, phase="parsing", done=0, total=0,
+                                               attempts=record.attempts + 1, error=None))
+        if record.final:
+            return record
+        progress = _Progress()
+        reporter = asyncio.create_task(self._report(record, progress, touch, asyncio.current_task()))
+        try:
+            final = await self._ingest(record, progress)
+        finally:
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporter
+        await self.store.drop_data(job_id)
+        return await self.publish(final)
+
+    async def _ingest(self, record: JobRecord, progress: _Progress) -> JobRecord:
+        """The document stored: a done record; a document that cannot be stored: a failed one (no retry
+        would change that). Only a dead worker's job is retried, by the task queue."""
+        try:
+            data = await self.store.data(record.id)
+            if data is None:
+                raise RetrievalError("the uploaded data of this job is gone (expired or deleted); upload the document again")
+            document = await asyncio.to_thread(document_of, record, data)
+            ingestion = await asyncio.to_thread(self._ingestion)
+            with revision_ids(record.id):
+                [knowledge] = await ingestion.ingest_documents(record.knowledge_base_id, [document], record.tenant_id, progress=progress)
+        except (RetrievalError, UnicodeDecodeError) as exc:  # IngestionError and DocumentTooLargeError among them
+            return record.but(state=JobState.FAILED, error=str(exc))
+        except Exception as exc:  # a broken store or model: reported on the job, logged with its traceback here
+            log.exception("ingestion job %s failed", record.id)
+            return record.but(state=JobState.FAILED, error=f"{type(exc).__name__}: {exc}")
+        return record.but(state=JobState.DONE, phase="done", done=progress.total, total=progress.total, document=knowledge)
+
+    async def _report(self, record: JobRecord, progress: _Progress, touch: Touch | None, job: asyncio.Task | None) -> None:
+        """Publish progress when it changed (at most every JOB_PROGRESS_S) and keep the job's heartbeat.
+
+        A publish that finds the job canceled (from another process) cancels the work here.
+        """
+        shown = (record.phase, 0, 0)
+        touched = time.monotonic()
+        while True:
+            await asyncio.sleep(defaults.JOB_PROGRESS_S)
+            now = (progress.phase(), progress.done, progress.total)
+            if now != shown:
+                shown = now
+                stored = await self.publish(record.but(phase=now[0], done=now[1], total=now[2]))
+                if stored.state == JobState.CANCELED and job is not None:
+                    job.cancel()
+                    return
+            if touch is not None and time.monotonic() - touched >= self.heartbeat_s / 3:
+                touched = time.monotonic()
+                await touch()

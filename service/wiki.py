@@ -1,0 +1,135 @@
+"""The wiki in the background: pages are rebuilt after documents change, never on an answer's path.
+
+Ingestion calls `documents_changed` after it stored or deleted documents; that only starts a
+task. One rebuild per knowledge base runs at a time (a change during it reruns it once after,
+so pages are never written twice over and none is duplicated), and at most
+`WIKI_BUILD_CONCURRENCY` pages are written at once across all bases (the chat model is shared
+with the answers). A failure is logged at error level and kept in the base's status
+(`GET /api/v1/knowledge-bases/{id}/wiki`, `ragline kb wiki NAME`); the next change retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ragline import defaults
+from ragline.ingestion.wiki import WikiBuilder, WikiReport, is_wiki_document
+from ragline.retrieval.catalog import Catalog
+from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
+
+log = logging.getLogger(__name__)
+
+WikiState = Literal["idle", "building", "ok", "failed"]
+
+
+class WikiStatus(BaseModel):
+    """The wiki of one knowledge base, as this process last built it."""
+
+    knowledge_base_id: str
+    enabled: bool
+    state: WikiState = Field("idle", description="idle: not built by this process yet; ok / failed: the last rebuild.")
+    pages: int = Field(0, description="Wiki pages stored now.")
+    written: list[str] = Field(default_factory=list, description="Pages the last rebuild wrote.")
+    unchanged: int = 0
+    removed: int = 0
+    failed: dict[str, str] = Field(default_factory=dict, description="Page title -> why it was not written.")
+    error: str = Field("", description="Why the last rebuild stopped, when it did.")
+    finished_at: datetime | None = None
+
+
+class WikiScheduler:
+    """Background rebuilds per knowledge base, bounded, serialized per base, with a status."""
+
+    def __init__(self, builder: Callable[[], WikiBuilder], catalog: Callable[[], Catalog]) -> None:
+        self._builder_factory = builder  # opened on the first rebuild: a status read needs only the catalog
+        self._catalog = catalog
+        self._builder: WikiBuilder | None = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._dirty: set[str] = set()
+        self._reports: dict[str, WikiStatus] = {}
+        self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+    @property
+    def builder(self) -> WikiBuilder:
+        if self._builder is None:
+            self._builder = self._builder_factory()
+        return self._builder
+
+    def documents_changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
+        """The ingestion hook: schedule a rebuild unless only wiki pages changed (the wiki's own writes)."""
+        if documents and all(is_wiki_document(d) for d in documents):
+            return
+        # a base without the wiki has no pages (turning it off removed them): no catalog scan on every ingestion
+        if kb.wiki_enabled:
+            self.schedule(kb.id)
+
+    def schedule(self, kb_id: str) -> None:
+        """Start a background rebuild, or mark the running one to run again after it finishes."""
+        if kb_id in self._tasks:
+            self._dirty.add(kb_id)
+            return
+        self._tasks[kb_id] = asyncio.get_running_loop().create_task(self._run(kb_id), name=f"wiki:{kb_id}")
+
+    async def rebuild(self, kb_id: str) -> WikiStatus:
+        """Rebuild now and wait for it (the CLI); a running background rebuild finishes first."""
+        self.schedule(kb_id)
+        await self.drain()
+        return self.status(kb_id)
+
+    async def drain(self) -> None:
+        """Wait until no rebuild runs (a process about to exit lets its pages finish)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Stop running rebuilds: a page half-generated is simply not written (the next change redoes it)."""
+        loop = asyncio.get_running_loop()
+        mine = [task for task in self._tasks.values() if task.get_loop() is loop]  # another loop's tasks ended with it
+        for task in mine:
+            task.cancel()
+        await asyncio.gather(*mine, return_exceptions=True)
+
+    def status(self, kb_id: str) -> WikiStatus:
+        kb = self._catalog().get_kb(kb_id)
+        last = self._reports.get(kb_id) or WikiStatus(knowledge_base_id=kb_id, enabled=False)
+        state: WikiState = "building" if kb_id in self._tasks else last.state
+        return last.model_copy(update={"enabled": bool(kb and kb.wiki_enabled), "state": state, "pages": self._page_count(kb_id)})
+
+    async def _run(self, kb_id: str) -> None:
+        try:
+            while True:
+                self._dirty.discard(kb_id)
+                self._reports[kb_id] = await self._rebuild_once(kb_id)
+                if kb_id not in self._dirty:
+                    return
+        finally:
+            self._tasks.pop(kb_id, None)
+
+    async def _rebuild_once(self, kb_id: str) -> WikiStatus:
+        base = WikiStatus(knowledge_base_id=kb_id, enabled=True, finished_at=None)
+        try:
+            report: WikiReport = await self.builder.rebuild(kb_id, self._limit())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the embedder or the catalog failed before any page: nothing changed
+            log.error("the wiki of knowledge base %s was not rebuilt: %s", kb_id, exc)
+            return base.model_copy(update={"state": "failed", "error": str(exc) or type(exc).__name__, "finished_at": utcnow()})
+        state: WikiState = "failed" if report.failed else "ok"
+        return base.model_copy(update={"state": state, "written": report.written, "unchanged": report.unchanged,
+                                       "removed": report.removed, "failed": report.failed, "finished_at": utcnow()})
+
+    def _limit(self) -> asyncio.Semaphore:
+        """One semaphore per event loop (the CLI runs a loop per command; a semaphore binds to one)."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._limits:
+            self._limits = {loop: asyncio.Semaphore(defaults.WIKI_BUILD_CONCURRENCY)}
+        return self._limits[loop]
+
+    def _page_count(self, kb_id: str) -> int:
+        return sum(1 for d in self._catalog().list_knowledge(kb_id) if is_wiki_document(d))
