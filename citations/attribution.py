@@ -20,7 +20,9 @@ Rules:
   public tag after decoding, also when written after its period) is left as it is; sentences
   without one are attributed. Model-written refs go through the decoder exactly as before.
 * Too little to match is not attributed: sentences under `ATTRIBUTION_MIN_CONTENT_TOKENS`
-  content tokens, code blocks, table rows.
+  content tokens, code blocks, table rows. Except a quote: a short answer ("Southern Border
+  Region", "1962") copied word for word from passages cites those passages, since that is where
+  it came from (whole words, at least `ATTRIBUTION_QUOTE_MIN_CHARS` characters).
 * Streaming: text passes through as it arrives (held back only at a possible sentence end, see
   `ragline.citations.sentences`); a sentence's tags follow it as soon as it is known to have
   ended, the last one at `finish`. The one-shot `attribute_text` runs the same code, so a
@@ -122,7 +124,7 @@ class Attributor:
             self._tokens = await asyncio.to_thread(lambda: [content_tokens(p.text) for p in self._passages])
         tokens = content_tokens(sentence)
         if len(tokens) < defaults.ATTRIBUTION_MIN_CONTENT_TOKENS:
-            return []
+            return self._quoted_in(sentence) if tokens else []
         lexical = [len(tokens & passage) / len(tokens) for passage in self._tokens]
         if evidence_score(max(lexical), 1.0) < defaults.ATTRIBUTION_MIN_SCORE:
             return []  # not even a perfect embedding match would lift it: spare the model call
@@ -137,6 +139,15 @@ class Attributor:
             for i in ranked[: defaults.ATTRIBUTION_MAX_PASSAGES]
             if scores[i] >= defaults.ATTRIBUTION_MIN_SCORE and scores[i] >= best - defaults.ATTRIBUTION_MARGIN
         ]
+
+    def _quoted_in(self, sentence: str) -> list[str]:
+        """Aliases of the passages that hold the short sentence word for word, in rank order."""
+        phrase = _plain(PUBLIC_TAG.sub(" ", sentence)).strip(_QUOTE_TRIM)
+        if len(phrase.replace(" ", "")) < defaults.ATTRIBUTION_QUOTE_MIN_CHARS:
+            return []
+        whole = re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
+        found = [p.alias for p in self._passages if whole.search(_plain(p.text))]
+        return found[: defaults.ATTRIBUTION_MAX_PASSAGES]
 
     async def tags(self, sentence: str) -> str:
         """The attributed tags that follow `sentence`; "" for none."""
@@ -153,6 +164,14 @@ class Attributor:
             self._failed = True
             return None
         return [float(value) for value in self._vectors @ query]
+
+
+_QUOTE_TRIM = " .,;:!?\"'()[]«»“”‘’。，；：！？"
+
+
+def _plain(text: str) -> str:
+    """Lower case, whitespace collapsed: how a quote is compared with its passage."""
+    return " ".join(text.lower().split())
 
 
 def _unit(vectors: Sequence[Sequence[float]]) -> np.ndarray:

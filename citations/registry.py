@@ -79,7 +79,7 @@ class Registry:
 
     def __init__(self, *, citations_enabled: bool = True, compact_protocol: bool = False) -> None:
         self._citations_enabled = citations_enabled
-        self._compact_protocol = compact_protocol  # the two-line protocol, for small local models
+        self._compact_protocol = compact_protocol  # plain passages, no citation rules: small local models
         self._sources = SourceTable()
         self._resources = ResourceTable()
 
@@ -148,7 +148,7 @@ class Registry:
                 pages.append(PageView(alias, self.encode_text(result.content), self.encode_text(result.title), domain))
                 continue
             chunks.append(self._chunk_view(alias, result, faq_priority, faq_direct_answer_threshold))
-        return render_sections(chunks, pages)
+        return render_sections(chunks, pages, plain=self._compact_protocol)
 
     def _chunk_view(self, alias: str, result: SourceChunk, faq_priority: bool, threshold: float | None) -> ChunkView:
         score = result.base_score if result.base_score is not None else result.score

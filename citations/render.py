@@ -89,11 +89,34 @@ def render_web_search_results(pages: Sequence[PageView]) -> str:
     return "\n".join(lines)
 
 
-def render_sections(chunks: Sequence[ChunkView], pages: Sequence[PageView]) -> str:
-    """Knowledge first, then web; the fixed warning when results existed but none could be shown."""
+def render_plain_results(chunks: Sequence[ChunkView]) -> str:
+    """Passages as plain text, one block each, for small local models.
+
+    A 0.5B model answers worse from the tagged layout: on 94 XQuAD questions with the gold passage
+    retrieved, token F1 was 0.602 from plain passages and 0.530 from `<result>` elements plus the
+    citation rules. Such a model writes no refs either way, so its citations are attributed after
+    generation and the passages need no handles. What the attributes said (FAQ priority, exact
+    match, chunk type) goes on a note line.
+    """
+    blocks = []
+    for chunk in chunks:
+        notes = [n for n in (chunk.chunk_type, f"{chunk.priority} priority" if chunk.priority else "",
+                             "exact match" if chunk.exact_match else "") if n]
+        head = chunk.title if chunk.title and not chunk.content.startswith(chunk.title) else ""
+        head = " ".join(part for part in (head, f"({', '.join(notes)})" if notes else "") if part)
+        blocks.append(f"{head}\n{chunk.content}" if head else chunk.content)
+    return "\n\n".join(blocks)
+
+
+def render_sections(chunks: Sequence[ChunkView], pages: Sequence[PageView], *, plain: bool = False) -> str:
+    """Knowledge first, then web; the fixed warning when results existed but none could be shown.
+
+    `plain` renders knowledge passages as plain text (small local models); web pages keep their
+    untrusted envelope whatever the model, since their text must never read as instructions.
+    """
     sections = []
     if chunks:
-        sections.append(render_search_results(chunks))
+        sections.append(render_plain_results(chunks) if plain else render_search_results(chunks))
     if pages:
         sections.append(render_web_search_results(pages))
     return "\n".join(sections) or NO_VERIFIED_EVIDENCE

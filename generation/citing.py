@@ -60,11 +60,12 @@ def answer_registry(request: PipelineRequest, sources: list[SourceChunk], *, com
     return registry
 
 
-def render_contexts(request: PipelineRequest, sources: list[SourceChunk]) -> str:
-    """The contexts under their aliases (`<search_results>` / `<web_search_results>`); "" for none."""
+def render_contexts(request: PipelineRequest, sources: list[SourceChunk], *, plain: bool = False) -> str:
+    """The contexts under their aliases (`<search_results>` / `<web_search_results>`), or as plain
+    passages for a small local model; "" for none."""
     if not sources:
         return ""
-    registry = Registry(citations_enabled=request.citations_enabled)
+    registry = Registry(citations_enabled=request.citations_enabled, compact_protocol=plain)
     return registry.render_context(
         sources, faq_priority=request.faq_priority_enabled, faq_direct_answer_threshold=request.faq_direct_answer_threshold
     )

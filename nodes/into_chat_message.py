@@ -3,7 +3,8 @@
 
 The seed's ValidateInput gate runs earlier, when the turn begins (graph/input_check.py). The contexts are
 rendered once, through the answer's citation registry: each under its alias, FAQ answers first
-and marked exact when FAQ priority is on. The context template is rendered even with no
+and marked exact when FAQ priority is on; for a local model, as plain passages (see
+`ragline.citations.render.render_plain_results`). The context template is rendered even with no
 contexts, so the current time still reaches the model. The rendered message is stored on the
 user message for audit.
 """
@@ -20,6 +21,7 @@ from ragline.generation.citing import render_contexts, source_chunks
 from ragline.generation.messages import placeholder_values
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
+from ragline.services import services_of
 
 
 def _audited_user_message(state: PipelineState, rendered: str) -> list[HumanMessage]:
@@ -34,7 +36,8 @@ def _audited_user_message(state: PipelineState, rendered: str) -> list[HumanMess
 async def into_chat_message(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Render the context template with the merged results into `user_content`."""
     request = state["request"]
-    contexts = render_contexts(request, source_chunks(list(state.get("merge_results", []))))
+    plain = services_of(runtime).chat(request.chat_model).is_local  # a small local model reads plain passages best
+    contexts = render_contexts(request, source_chunks(list(state.get("merge_results", []))), plain=plain)
     template = request.summary.context_template or prompts.get("context_template").text()
     values = {**placeholder_values(state), "query": request.query, "contexts": contexts or "(no retrieved contexts)"}
     user_content = prompts.render(template, **values)

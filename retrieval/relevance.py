@@ -26,6 +26,9 @@ paraphrases. Measured on 150 XQuAD and 150 CMRC questions each, the top 10 hits 
     CMRC abstains        82%         85%         88%         89%
 
 ("abstains": with the gold paragraph removed from the knowledge base, no remaining hit passes.)
+With fewer than three hits there is no neighbourhood to weigh terms against (a base of one
+screenshot, say): every term then weighs the same, and a lone hit's similarity stands out from
+nothing, so it passes on its share of the question's terms alone.
 Question words (what, how long, does, summarize, everything, 什么, 多少 ...) are not counted: passages rarely
 contain them. Known miss: a request phrased in words the passages do not use ("an overview of
 the setup steps" against "Setting up the Aurora") finds nothing.
@@ -68,7 +71,10 @@ def relevance_scores(query: str, results: Sequence[SearchResult]) -> list[float]
     passages = [set(tokenize(result.content)) & terms for result in results]
     frequency = Counter(term for found in passages for term in found)
     size = len(results)
-    idf = {term: math.log(1 + (size - frequency[term] + 0.5) / (frequency[term] + 0.5)) for term in terms}
+    if size < defaults.RELEVANCE_MIN_POOL:  # too few hits to tell the base's topic from the question's: terms weigh alike
+        idf = dict.fromkeys(terms, 1.0)
+    else:
+        idf = {term: math.log(1 + (size - frequency[term] + 0.5) / (frequency[term] + 0.5)) for term in terms}
     total = sum(idf.values())
     similarities = [r.vector_score for r in results if r.vector_score is not None]
     background = statistics.median(similarities) if similarities else 0.0

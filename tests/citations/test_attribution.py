@@ -139,6 +139,18 @@ async def test_sentences_too_short_to_match_are_not_attributed(attributor):
     assert await attributor.attribute_text("Pairing: three minutes.") == "Pairing: three minutes."
 
 
+@pytest.mark.parametrize(("answer", "tag"), [("Ten working days.", WARRANTY_TAG), ("1.5 metres", SETUP_TAG),
+                                             ("the SENSOR button", SETUP_TAG)])
+async def test_a_short_answer_copied_from_a_passage_cites_that_passage(attributor, answer, tag):
+    assert await attributor.attribute_text(answer) == answer + tag
+
+
+@pytest.mark.parametrize("answer", ["Ten failed attempts.", "1.5", "Two", "open air, sometimes"])
+async def test_a_short_answer_cites_nothing_unless_a_given_passage_holds_enough_of_it_word_for_word(attributor, answer):
+    # SECRET holds "ten failed attempts" but was never given; the others are too short to be a quote
+    assert await attributor.attribute_text(answer) == answer
+
+
 async def test_only_passages_given_to_the_model_are_cited(attributor):
     # SECRET copied word for word, and the history-only chunk's text: neither was evidence of this answer
     text = f"{SECRET.content} Pairing takes up to three minutes after a reset."

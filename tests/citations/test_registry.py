@@ -157,10 +157,10 @@ def test_with_citations_off_nothing_is_attributed(results):
     assert registry.citable_alias(results[0]) == "c1" and registry.attributed_tag("c1") == ""
 
 
-def test_the_compact_protocol_keeps_the_ref_contract_in_a_few_tokens():
+def test_small_models_get_no_citation_rules_only_the_off_switch():
     from ragline.citations import Registry
 
-    full, compact = Registry().protocol_prompt(), Registry(compact_protocol=True).protocol_prompt()
-    assert '<ref id="cN"/>' in compact and len(compact) * 4 < len(full)
-    assert "Do not write citations" in Registry(citations_enabled=False, compact_protocol=True).protocol_prompt()
-    assert Registry(compact_protocol=True).append_protocol("Answer briefly.").endswith(compact)
+    assert '<ref id="cN"/>' in Registry().protocol_prompt()
+    assert Registry(compact_protocol=True).append_protocol("Answer briefly.") == "Answer briefly."
+    off = Registry(citations_enabled=False, compact_protocol=True).append_protocol("Answer briefly.")
+    assert off.startswith("Answer briefly.") and "Do not write citations" in off

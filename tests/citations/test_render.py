@@ -65,3 +65,21 @@ def test_content_is_escaped_so_it_cannot_close_its_result(results):
 def test_results_that_cannot_be_shown_leave_a_fixed_warning(results):
     unusable = results[0].model_copy(update={"chunk_id": "  "})
     assert Registry().render_context([unusable]) == NO_VERIFIED_EVIDENCE
+
+
+def test_small_models_read_plain_passages_and_web_pages_stay_untrusted(results, ids):
+    registry = Registry(compact_protocol=True)
+    rendered = registry.render_context(results)
+    assert "<search_results>" not in rendered and "<result" not in rendered
+    assert '<web_search_results trust="untrusted">' in rendered  # web text never reads as instructions
+    for durable in vars(ids).values():
+        assert durable not in rendered
+    for result in results:
+        if not result.is_web:
+            assert registry.encode_text(result.content) in rendered
+
+
+def test_plain_passages_keep_what_the_attributes_said(results):
+    rendered = Registry(compact_protocol=True).render_context(results, faq_priority=True, faq_direct_answer_threshold=0.0)
+    first = rendered.split("\n\n")[0]
+    assert "faq" in first and "high priority" in first and "exact match" in first

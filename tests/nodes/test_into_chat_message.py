@@ -60,3 +60,17 @@ async def test_rendered_content_is_stored_on_the_user_message():
     stored = update["messages"][0]
     assert stored.id == "u1" and stored.content == "range?" and "range is 100 m" in stored.additional_kwargs["rendered_content"]
     assert update["rendered_contexts"] in stored.additional_kwargs["rendered_content"]
+
+
+async def test_a_local_model_gets_plain_passages_and_a_remote_one_tagged_results():
+    from ragline.services import Services
+    from ragline.settings import Settings
+
+    request = PipelineRequest(query="What is the range?")
+    results = [hit("chunk-1", "The radio range is 100 m.", knowledge_title="Manual")]
+    local = Services(Settings(chat_model="ragline/qwen2.5-coder-0.5b-instruct"))
+    remote = Services(Settings(chat_model="openai/gpt-4o-mini"))
+    plain = (await into_chat_message(_state(request, results), node_runtime(local)))["user_content"]
+    tagged = (await into_chat_message(_state(request, results), node_runtime(remote)))["user_content"]
+    assert "Manual\nThe radio range is 100 m." in plain and "<result" not in plain
+    assert '<result id="c1"' in tagged

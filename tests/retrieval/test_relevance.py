@@ -71,3 +71,18 @@ def test_the_measured_bar_and_share_are_the_defaults():
     scores = relevance_scores(question, [BATTERY, weak, *NEIGHBOURS])
     assert scores is not None and 0.55 * 0.5 <= scores[1] < 0.55 <= scores[0]
     assert [r.id for r in relevant(question, [BATTERY, weak, *NEIGHBOURS])] == ["battery", "weak"]  # kept beside the best
+
+
+SCREENSHOT = passage("screenshot", "Error E42: the rain gauge bucket is blocked. Clean the funnel and restart the console.", 0.84)
+
+
+def test_a_lone_hit_passes_on_the_questions_terms_it_holds():
+    # one document in the base: no neighbours to weigh terms against, so every term weighs the same
+    assert [r.id for r in relevant("What does error E42 on the rain gauge mean?", [SCREENSHOT])] == ["screenshot"]
+    assert relevant("What is the capital of France?", [SCREENSHOT]) == []
+
+
+def test_two_hits_are_still_too_few_to_weigh_terms_by_rarity():
+    other = passage("pairing", "Pairing takes up to three minutes after holding the SENSOR button.", 0.80)
+    # 3 of 5 terms: enough when terms weigh alike, not when the 2 missing ones count as rare evidence
+    assert [r.id for r in relevant("Why is the rain gauge blocked after heavy storms?", [SCREENSHOT, other])] == ["screenshot"]
