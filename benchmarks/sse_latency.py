@@ -7,7 +7,7 @@ with a StreamManager wrapper that stamps each event with its append time). The c
 scripted OpenAI-compatible test server, streaming fixed chunks at a fixed pace, so every answer is
 known in advance and a lost or repeated event shows as a wrong text or a gap in the entry ids.
 
-    python benchmarks/sse_latency.py [--streams 10,50,100,200] [--chunks 40] [--no-redis]
+    python benchmarks/sse_latency.py [--streams 10,50,100,200] [--chunks 40] [--no-redis] [--backends in-process,redis]
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import KEEPALIVE_S, ROOT, percentile, scripted_env, sse_frames, wait_healthy
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 STAMP = "_t_append"  # added to every event by the serve mode; clients ignore unknown keys
@@ -71,32 +70,22 @@ def serve(port: int) -> None:
 # --- client mode ---
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
-
-
 async def one_turn(client: Any, expected: str, latencies: list[float]) -> tuple[bool, int]:
     """One session and one question; returns (nothing lost, frames received)."""
     sid = (await client.post("/api/v1/sessions", json={"title": "bench"})).json()["id"]
     text, entries, complete = "", [], False
-    async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json={"query": "go", "rewrite_enabled": False}) as response:
-        data: list[str] = []
-        event_id = ""
-        async for line in response.aiter_lines():
-            if line.startswith("id:"):
-                event_id = line[3:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].strip())
-            elif line == "" and data:
+    try:
+        async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json={"query": "go", "rewrite_enabled": False}) as response:
+            async for frame in sse_frames(response):
                 now = time.time()
-                event = json.loads("".join(data))
-                data = []
+                event = json.loads(frame.data)
                 latencies.append((now - event[STAMP]) * 1000)
-                entries.append(event_id.rpartition(":")[2])
+                entries.append(frame.id.rpartition(":")[2])
                 if event["response_type"] == "answer":
                     text += event.get("content", "")
                 complete = complete or event["response_type"] == "complete"
+    except Exception as exc:  # where it broke tells a dropped connection from a lost frame
+        raise RuntimeError(f"chat request, after {len(entries)} frames: {type(exc).__name__}: {exc}") from exc
     ordered = entries == sorted(entries, key=_entry_key) and len(set(entries)) == len(entries)
     contiguous = not entries[0].isdigit() or [int(e) for e in entries] == list(range(1, len(entries) + 1))
     if not (complete and ordered and contiguous and text == expected):
@@ -111,7 +100,7 @@ def _entry_key(entry: str) -> tuple[int, ...]:
 async def measure(url: str, streams: int, expected: str, repeats: int = 1) -> dict[str, Any]:
     import httpx
 
-    limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
+    limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10, keepalive_expiry=KEEPALIVE_S)
     latencies: list[float] = []
     ok = frames = 0
     failures: list[str] = []
@@ -138,20 +127,9 @@ async def measure(url: str, streams: int, expected: str, repeats: int = 1) -> di
 
 
 def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    import httpx
-
     process = subprocess.Popen([sys.executable, __file__, "serve", "--port", str(port)], cwd=ROOT, env={**os.environ, **env})
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(0.2)
-        if process.poll() is not None:
-            break
-    process.kill()
-    raise RuntimeError("the benchmark server did not start")
+    wait_healthy(process, f"http://127.0.0.1:{port}/health", timeout_s=90)
+    return process
 
 
 def run(args: argparse.Namespace) -> None:
@@ -162,16 +140,12 @@ def run(args: argparse.Namespace) -> None:
     words = [f"w{i}" for i in range(args.chunks)]
     model.default = Reply.text(" ".join(words), chunk_delay=args.delay)
     expected = " ".join(words)
-    base_env = {
-        "RAGLINE_CHAT_MODEL": "openai/scripted",
-        "RAGLINE_CHAT_API_BASE": model.base_url,
-        "RAGLINE_CHAT_API_KEY": "k",
-        "RAGLINE_GENERATE_TITLES": "false",
-        "RAGLINE_API_KEYS": "{}",
-    }
-    backends: list[tuple[str, dict[str, str]]] = [("in-process", {"RAGLINE_CHECKPOINTER": "memory", "RAGLINE_STREAM_MANAGER": "memory"})]
+    base_env = scripted_env(model.base_url)
+    backends: list[tuple[str, dict[str, str]]] = []
+    if "in-process" in args.backends:
+        backends.append(("in-process", {"RAGLINE_CHECKPOINTER": "memory", "RAGLINE_STREAM_MANAGER": "memory"}))
     redis = None
-    if not args.no_redis and missing_reason() is None:
+    if "redis" in args.backends and not args.no_redis and missing_reason() is None:
         redis = RedisServer().start()
         backends.append(("redis", {"RAGLINE_REDIS_URL": redis.url, "RAGLINE_CHECKPOINTER": "redis", "RAGLINE_STREAM_MANAGER": "redis"}))
     rows: list[tuple[str, dict[str, Any]]] = []
@@ -201,6 +175,9 @@ def run(args: argparse.Namespace) -> None:
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, r in rows:
         print(f"| {name} | {r['concurrent']} | {r['intact']}/{r['streams']} | {r['frames']} | {r['p50']:.2f} | {r['p99']:.2f} | {r['seconds']:.1f} |")
+    for name, r in rows:
+        for failure in sorted(set(r["failures"])):  # why a stream was not intact, once per distinct cause
+            print(f"- {name}, {r['concurrent']} streams: {failure[:300]}")
 
 
 def main() -> None:
@@ -213,6 +190,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between chunks")
     parser.add_argument("--sequential", type=int, default=10, help="single-stream turns for the idle latency row")
     parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--backends", default="in-process,redis", help="which backends to measure, in order")
     args = parser.parse_args()
     if args.mode == "serve":
         serve(args.port)

@@ -164,7 +164,7 @@ class RedisStreamManager:
         self._ensure_reader()
         in_flight = self._blocking.get(key)
         if in_flight is None or _id_key(position) < _id_key(in_flight):  # the XREAD in flight would miss it
-            await self.redis.xadd(self._wake_key, {"w": "1"}, maxlen=10, approximate=True)
+            await self._wake()
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
@@ -175,6 +175,10 @@ class RedisStreamManager:
                 waiting.remove(waiter)
             if not waiting:
                 self._waiters.pop(key, None)
+
+    async def _wake(self) -> None:
+        """End the XREAD in flight, so that the next one covers the waiters registered since."""
+        await self.redis.xadd(self._wake_key, {"w": "1"}, maxlen=10, approximate=True)
 
     def _ensure_reader(self) -> None:
         if self._reader is None or self._reader.done():
@@ -215,8 +219,14 @@ class RedisStreamManager:
                     continue
                 entries = [_entry(entry_id, fields) for entry_id, fields in rows]
                 self._cursor[key] = entries[-1].id
+                start = _id_key(positions[key])
                 for waiter in list(self._waiters.get(key, [])):
                     after, future = waiter
+                    if _id_key(after) < start:
+                        # This XREAD began past the waiter's position (the stream was lingering at
+                        # a newer cursor): entries in between are not in the reply, so handing it
+                        # these would skip them. The waiter stays; the next XREAD starts at it.
+                        continue
                     fresh = [e for e in entries if _id_key(e.id) > _id_key(after)]
                     if fresh and not future.done():
                         future.set_result(fresh)

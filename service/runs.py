@@ -39,6 +39,7 @@ from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
 from ragline.service.after_turn import AfterTurn
 from ragline.service.backend import Backend
+from ragline.service.heap import HeapFreezer
 from ragline.service.logs import bind_log_ids
 from ragline.service.models import check_models
 from ragline.service.registry import RunRecord
@@ -95,10 +96,12 @@ class RunManager:
         self._background: set[asyncio.Task[Any]] = set()
         self._loops: list[asyncio.Task[None]] = []
         self._closing = False
+        self.heap = HeapFreezer()
 
     # --- lifecycle ---
 
     async def start(self) -> None:
+        self.heap.startup()  # before any run: what is alive now lives as long as the process
         self._loops.append(asyncio.create_task(self._watch_stops(), name="stop-watcher"))
         if self.backend.registry.durable:
             self._loops.append(asyncio.create_task(self._recover_orphans(), name="run-recovery"))
@@ -227,6 +230,8 @@ class RunManager:
             await self._finish(run)
         finally:
             self._runs.pop(record.message_id, None)
+        if not self._runs and not self._closing:  # idle: a full collection keeps no frame waiting
+            self.heap.idle()
 
     async def _write(self, run: _Run, event: Event, *, final: bool = False) -> None:
         if not final:

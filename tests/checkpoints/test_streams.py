@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from ragline import defaults
+from ragline.checkpoints import streams as streams_module
 from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager
 from tests.redis_server import fresh_redis
 
@@ -119,3 +120,53 @@ async def test_redis_followers_share_one_blocking_connection(redis_server):
             await streams.append("s", f"m{i}", ev(i))
         assert [len(e) for e in await asyncio.gather(*waiting)] == [1] * 40
         await streams.aclose()
+
+
+class _LateReader(RedisStreamManager):
+    """Replays, step by step, the race that lost frames under load (98 of 100 Redis streams intact):
+    a reader's XRANGE is answered before entry 2 is appended (it sees nothing new), but handled only
+    after the shared XREAD has delivered entry 2 to nobody and moved its cursor past it; entry 3
+    then lands before the wake-up that reader sends."""
+
+    def __init__(self, redis) -> None:
+        super().__init__(redis)
+        self.stale_reads = 0
+        self.append_before_wake: dict | None = None
+
+    async def read(self, session_id, message_id, after=None):
+        if self.stale_reads:
+            self.stale_reads -= 1
+            return []  # the answer Redis gave before entry 2 was appended
+        return await super().read(session_id, message_id, after)
+
+    async def _wake(self) -> None:
+        if self.append_before_wake is not None:
+            event, self.append_before_wake = self.append_before_wake, None
+            entry = await self.append("s", "m", event)
+            await _until(lambda: self._cursor.get(self.key("s", "m")) == entry)  # the shared XREAD took it
+        await super()._wake()
+
+
+async def _until(condition) -> None:
+    for _ in range(2000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition never held")
+
+
+async def test_redis_reader_behind_the_shared_cursor_still_gets_every_entry(redis, monkeypatch):
+    monkeypatch.setattr(streams_module, "LINGER_S", 600.0)  # the stream stays in the shared XREAD throughout
+    streams = _LateReader(redis)
+    key = streams.key("s", "m")
+    first = await streams.append("s", "m", ev(1))
+    waiting = asyncio.create_task(streams.wait("s", "m", first, timeout=30))
+    await _until(lambda: streams._blocking.get(key) == first)
+    second = await streams.append("s", "m", ev(2))
+    assert [e.id for e in await waiting] == [second]
+    third = await streams.append("s", "m", ev(3))  # nobody waits: the shared XREAD moves its cursor on
+    await _until(lambda: streams._blocking.get(key) == third)
+    streams.stale_reads, streams.append_before_wake = 1, ev(4)
+    entries = await streams.wait("s", "m", second, timeout=30)  # the reader saw entry 2, not yet 3
+    assert [e.event["content"] for e in entries] == ["t3", "t4"]
+    await streams.aclose()

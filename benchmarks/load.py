@@ -1,0 +1,366 @@
+"""Load: N concurrent SSE answers on one `ragline serve` process, side by side with LangGraph's own
+API server (`langgraph dev`) running the same graph (langgraph.json's `ragline`) on the same model.
+
+The chat model is benchmarks/stamped_model.py in its own process: every answer is `--tokens`
+tokens at `--rate` tokens/s, each token carrying its index and the wall-clock time it was sent.
+For each N and each server, fresh processes, a warm-up, then N streams started evenly over
+`--ramp` seconds (so that their tokens do not all fall on the same millisecond). Measured:
+
+- latency: for each token, the time the client parsed the frame carrying it minus the time the
+  model sent it (one clock: this machine's). It covers model -> server, the server's whole
+  pipeline (LangGraph node, stream log, SSE) and server -> client, and the client's own lag
+  when its process is short of CPU. p50/p99 over every token of every stream.
+- first token: from the client's first request of the turn (session or thread) to its first
+  token; peak streaming: the most streams delivering tokens at one moment. A server short of CPU
+  admits turns late: its N streams then overlap less than N, and the per-token latency alone
+  would flatter it.
+- lost: tokens the model sent for a stream that its client never got (a failed stream loses all
+  of them); dup: tokens received twice.
+- MB/stream: the server's process-tree RSS at its peak during the N streams, minus after warm-up,
+  divided by N.
+- model tok/s: the rate the model really sent at, median over streams. Below --rate, the model's
+  own process was short of CPU (it shares the cores): the offered load was lower than asked, and
+  the latency above does not count the model's lag.
+- gives first: the first failure seen (HTTP error, timeout, exception), else "-".
+- server CPU: CPU seconds the server's process tree used during the N streams, and that divided by
+  the tokens delivered: what one relayed token costs the server, whatever the machine's load.
+
+Ragline: POST /api/v1/sessions, then POST /api/v1/sessions/{id}/chat (SSE). The peer: POST
+/threads, then POST /threads/{id}/runs/stream with stream_mode custom, started with
+--n-jobs-per-worker N so that runs stream concurrently instead of queueing.
+
+    python benchmarks/load.py [--n 50,100,200,500,1000] [--tokens 40] [--rate 20] [--ramp 1]
+                              [--servers ragline,langgraph] [--redis]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import stamped_model
+import uvloop
+from harness import KEEPALIVE_S, ROOT, percentile, scripted_env, sse_frames, tree_cpu_s, tree_rss_mb, wait_healthy
+
+from tests.redis_server import free_port
+
+QUERY = {"query": "go", "rewrite_enabled": False}  # one model call per turn: the answer
+
+
+@dataclass
+class StreamResult:
+    """What one client saw of one answer."""
+
+    latencies_ms: dict[int, float] = field(default_factory=dict)
+    sent: dict[int, float] = field(default_factory=dict)  # token index -> when the model sent it
+    asked_at: float = 0.0  # when the client began the turn (its first request)
+    first_at: float | None = None  # when the first token reached the client
+    last_at: float | None = None
+    duplicates: int = 0
+    error: str | None = None
+    failed_at: float = 0.0
+    text: str = ""
+
+    def feed(self, content: str, arrived: float) -> None:
+        """Answer text as it arrives; a token counts once its `;` is in (it may come in pieces)."""
+        self.text += content
+        self.first_at = self.first_at or arrived
+        self.last_at = arrived
+        end = self.text.rfind(";")
+        if end < 0:
+            return
+        for match in stamped_model.TOKEN.finditer(self.text, 0, end + 1):
+            index = int(match.group(1))
+            if index in self.latencies_ms:
+                self.duplicates += 1
+            else:
+                self.sent[index] = float(match.group(2))
+                self.latencies_ms[index] = (arrived - self.sent[index]) * 1000
+        self.text = self.text[end + 1 :]
+
+    def model_rate(self) -> float | None:
+        """Tokens per second the model actually sent on this stream (below --rate when it was short of CPU)."""
+        if len(self.sent) < 2:
+            return None
+        span = max(self.sent.values()) - min(self.sent.values())
+        return (len(self.sent) - 1) / span if span > 0 else None
+
+    def fail(self, error: str) -> None:
+        if self.error is None:
+            self.error, self.failed_at = error[:200], time.monotonic()
+
+
+# --- the two servers ---
+
+
+class Server:
+    """A server process under test and how a client asks it one question."""
+
+    name = ""
+
+    def __init__(self, model_url: str, n: int, redis_url: str | None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **scripted_env(model_url), "RAGLINE_CHECKPOINTER": "memory", "RAGLINE_STREAM_MANAGER": "memory"}
+        if redis_url:
+            self.env.update({"RAGLINE_REDIS_URL": redis_url, "RAGLINE_CHECKPOINTER": "redis", "RAGLINE_STREAM_MANAGER": "redis"})
+        self.n = n
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def health_path(self) -> str:
+        raise NotImplementedError
+
+    async def ask(self, client: Any, result: StreamResult) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Server:
+        self.process = subprocess.Popen(self.command(), cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_healthy(self.process, self.url + self.health_path(), timeout_s=180)
+        return self
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)  # langgraph dev runs its server in child processes
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+class RaglineServer(Server):
+    name = "ragline"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "ragline", "serve", "--port", str(self.port), "--log-level", "warning"]
+
+    def health_path(self) -> str:
+        return "/health"
+
+    async def ask(self, client: Any, result: StreamResult) -> None:
+        created = await client.post(f"{self.url}/api/v1/sessions", json={"title": "load"})
+        if created.status_code != 201:
+            return result.fail(f"session: HTTP {created.status_code}")
+        async with client.stream("POST", f"{self.url}/api/v1/sessions/{created.json()['id']}/chat", json=QUERY) as response:
+            if response.status_code != 200:
+                return result.fail(f"chat: HTTP {response.status_code}")
+            async for frame in sse_frames(response):
+                event = json.loads(frame.data)
+                kind = event.get("response_type")
+                if kind == "answer" and event.get("content"):
+                    result.feed(event["content"], time.time())
+                elif kind == "error":
+                    result.fail(f"error event: {event.get('content', '')}")
+
+
+class LangGraphServer(Server):
+    name = "langgraph dev"
+
+    def command(self) -> list[str]:
+        binary = shutil.which("langgraph", path=str(ROOT / ".venv" / "bin")) or "langgraph"
+        return [binary, "dev", "--no-browser", "--no-reload", "--allow-blocking", "--host", "127.0.0.1",
+                "--port", str(self.port), "--n-jobs-per-worker", str(max(self.n, 10))]
+
+    def start(self) -> Server:
+        self.env.update({"LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"})
+        return super().start()
+
+    def health_path(self) -> str:
+        return "/ok"
+
+    async def ask(self, client: Any, result: StreamResult) -> None:
+        created = await client.post(f"{self.url}/threads", json={})
+        if created.status_code != 200:
+            return result.fail(f"thread: HTTP {created.status_code}")
+        body = {"assistant_id": "ragline", "input": {"request": QUERY}, "stream_mode": ["custom"]}
+        async with client.stream("POST", f"{self.url}/threads/{created.json()['thread_id']}/runs/stream", json=body) as response:
+            if response.status_code != 200:
+                return result.fail(f"runs/stream: HTTP {response.status_code}")
+            async for frame in sse_frames(response):
+                if frame.event == "custom":
+                    event = json.loads(frame.data)
+                    if event.get("response_type") == "answer" and event.get("content"):
+                        result.feed(event["content"], time.time())
+                elif frame.event == "error":
+                    result.fail(f"error event: {frame.data}")
+
+
+SERVERS: dict[str, type[Server]] = {"ragline": RaglineServer, "langgraph": LangGraphServer}
+
+
+# --- one measurement ---
+
+
+async def one_stream(server: Server, client: Any, start_at: float, deadline_s: float) -> StreamResult:
+    result = StreamResult()
+    await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+    result.asked_at = time.time()
+    try:
+        async with asyncio.timeout(deadline_s):
+            await server.ask(client, result)
+    except TimeoutError:
+        result.fail(f"timeout: no end after {deadline_s:.0f} s")
+    except Exception as exc:  # connection refused or reset, EMFILE, protocol errors: what gave
+        result.fail(f"{type(exc).__name__}: {exc}")
+    return result
+
+
+async def sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        peak[0] = max(peak[0], await asyncio.to_thread(tree_rss_mb, pid))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.25)
+
+
+async def drive(server: Server, n: int, ramp_s: float, deadline_s: float) -> list[StreamResult]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10, keepalive_expiry=KEEPALIVE_S)
+    timeout = httpx.Timeout(60, pool=None)  # a stream that goes silent for a minute has failed
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        begin = time.monotonic()
+        return await asyncio.gather(*(one_stream(server, client, begin + ramp_s * i / n, deadline_s) for i in range(n)))
+
+
+async def measure(server: Server, n: int, args: argparse.Namespace) -> dict[str, Any]:
+    assert server.process is not None
+    await drive(server, 3, 0.0, 60)  # warm-up: imports, the first model connection, first checkpoint
+    baseline = await asyncio.to_thread(tree_rss_mb, server.process.pid)
+    peak, stop = [baseline], asyncio.Event()
+    sampler = asyncio.create_task(sample_rss(server.process.pid, peak, stop))
+    load_before, cpu_before = os.getloadavg()[0], tree_cpu_s(server.process.pid)
+    started = time.monotonic()
+    results = await drive(server, n, args.ramp, args.tokens / args.rate + 120)
+    seconds = time.monotonic() - started
+    cpu = tree_cpu_s(server.process.pid) - cpu_before
+    stop.set()
+    await sampler
+    row = summarise(results, n, args.tokens, baseline, peak[0], seconds, load_before)
+    return {**row, "cpu_s": cpu, "cpu_us_per_token": cpu / max(1, sum(len(r.latencies_ms) for r in results)) * 1e6}
+
+
+def summarise(results: list[StreamResult], n: int, tokens: int, baseline: float, peak: float, seconds: float,
+              load_before: float) -> dict[str, Any]:
+    latencies = [ms for r in results for ms in r.latencies_ms.values()]
+    failed = sorted((r for r in results if r.error), key=lambda r: r.failed_at)
+    rates = [rate for r in results if (rate := r.model_rate()) is not None]
+    ttft = [(r.first_at - r.asked_at) * 1000 for r in results if r.first_at is not None]
+    return {
+        "n": n,
+        "intact": sum(1 for r in results if not r.error and len(r.latencies_ms) == tokens and not r.duplicates),
+        "p50": percentile(latencies, 50) if latencies else float("nan"),
+        "p99": percentile(latencies, 99) if latencies else float("nan"),
+        "max": max(latencies) if latencies else float("nan"),
+        "lost": sum(tokens - len(r.latencies_ms) for r in results),
+        "dup": sum(r.duplicates for r in results),
+        "errors": len(failed),
+        "mb_per_stream": max(0.0, peak - baseline) / n,
+        "peak_mb": peak,
+        "gave": failed[0].error if failed else "-",
+        "seconds": seconds,
+        "model_rate": percentile(rates, 50) if rates else float("nan"),
+        "ttft_p50": percentile(ttft, 50) if ttft else float("nan"),
+        "ttft_p99": percentile(ttft, 99) if ttft else float("nan"),
+        "peak_streaming": peak_overlap([(r.first_at, r.last_at) for r in results if r.first_at and r.last_at]),
+        "load": (load_before, os.getloadavg()[0]),
+    }
+
+
+def peak_overlap(spans: list[tuple[float, float]]) -> int:
+    """Most streams delivering tokens at one moment: N only if the server admitted every turn
+    before the first ones finished (a saturated server starts turns late, and fewer overlap)."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    peak = current = 0
+    for _, step in edges:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+# --- the run ---
+
+
+def raise_fd_limit() -> int:
+    """Each stream holds a socket in the client and in the server (two for the peer's proxy-free
+    setup too): lift the soft limit to the hard one, inherited by the servers we start."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def run(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    rows: list[tuple[str, dict[str, Any]]] = []
+    model, model_url = stamped_model.start(args.tokens, args.rate)
+    redis = None
+    if args.redis:
+        from tests.redis_server import RedisServer
+
+        redis = RedisServer().start()
+    try:
+        for n in args.n:
+            for name in args.servers:
+                server = SERVERS[name](model_url, n, redis.url if redis and name == "ragline" else None).start()
+                try:
+                    row = uvloop.run(measure(server, n, args))  # the client's own overhead, as low as it goes
+                finally:
+                    server.stop()
+                rows.append((server.name + (" (redis)" if redis and name == "ragline" else ""), row))
+                print_row(*rows[-1], file=sys.stderr)
+    finally:
+        model.kill()
+        if redis is not None:
+            redis.stop()
+    return rows
+
+
+HEADER = ("| server | N | streams intact | peak streaming | first token p50/p99 s | p50 ms | p99 ms | max ms | lost | dup | errors | MB/stream | peak MB "
+          "| gives first | wall s | model tok/s | server CPU s | CPU µs/token | load 1m before/after |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |")
+
+
+def print_row(name: str, r: dict[str, Any], file: Any = sys.stdout) -> None:
+    print(f"| {name} | {r['n']} | {r['intact']}/{r['n']} | {r['peak_streaming']} | {r['ttft_p50'] / 1000:.1f} / {r['ttft_p99'] / 1000:.1f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['max']:.0f} | {r['lost']} | "
+          f"{r['dup']} | {r['errors']} | {r['mb_per_stream']:.2f} | {r['peak_mb']:.0f} | {r['gave']} | {r['seconds']:.1f} | {r['model_rate']:.1f} | {r['cpu_s']:.1f} | {r['cpu_us_per_token']:.0f} | "
+          f"{r['load'][0]:.2f} / {r['load'][1]:.2f} |", file=file, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", default="50,100,200,500,1000", help="concurrent streams, in order")
+    parser.add_argument("--tokens", type=int, default=40, help="tokens per answer")
+    parser.add_argument("--rate", type=float, default=20.0, help="tokens per second per answer")
+    parser.add_argument("--ramp", type=float, default=1.0, help="seconds over which the N streams start")
+    parser.add_argument("--servers", default="ragline,langgraph", help="which servers: ragline, langgraph")
+    parser.add_argument("--redis", action="store_true", help="Ragline with Redis checkpoints and streams (a local Redis 8)")
+    args = parser.parse_args()
+    args.n = [int(n) for n in args.n.split(",") if n]
+    args.servers = [s for s in args.servers.split(",") if s]
+    fds = raise_fd_limit()
+    rows = run(args)
+    print(f"\nLoad: N concurrent SSE answers of {args.tokens} tokens at {args.rate:g} tokens/s (stamped scripted model, own "
+          f"process), streams started over {args.ramp:g} s; latency = token parsed by the client - token sent by the model; "
+          f"{os.cpu_count()} cores, open files {fds}\n")
+    print(HEADER)
+    for name, row in rows:
+        print_row(name, row)
+
+
+if __name__ == "__main__":
+    main()
