@@ -28,8 +28,8 @@ from redisvl.query import FilterQuery
 from redisvl.utils.token_escaper import TokenEscaper
 
 from ragline.retrieval.catalog import Catalog, ChunkRecord
-from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.keyword_index import KeywordHit
+from ragline.retrieval.redis_connect import connect_search
 
 _ESCAPER = TokenEscaper()
 REDIS_BM25_K1 = 1.2  # fixed by the search module's BM25STD
@@ -76,14 +76,7 @@ class RedisKeywordIndex:
 
     @classmethod
     def from_url(cls, url: str, catalog: Catalog) -> RedisKeywordIndex:
-        client = redis.Redis.from_url(url)
-        try:
-            modules = {m[b"name"].decode().lower() for m in client.execute_command("MODULE", "LIST")}
-        except redis.RedisError as exc:
-            raise RetrievalError(f"cannot reach Redis at {url}: {exc}") from exc
-        if "search" not in modules:
-            raise RetrievalError(f"Redis at {url} has no search module (FT.*): use Redis 8 or Redis Stack")
-        return cls(client, catalog)
+        return cls(connect_search(url), catalog)
 
     def _index(self, kb_id: str) -> SearchIndex:
         return SearchIndex.from_dict(schema(kb_id), redis_client=self.client)
