@@ -45,10 +45,17 @@ TRUNCATED_EMPTY_HINT = (
 )
 
 
-def chat_options(request: PipelineRequest) -> ChatOptions:
+def chat_options(request: PipelineRequest, *, local: bool = False) -> ChatOptions:
+    """The request's sampling options. Without a temperature on the request, a remote model gets
+    the seed's 0.3 and a local one answers greedily: at 0.3 the 0.5B model flips facts it read
+    correctly (the README's pairing question came back "100 metres" at 0.3 and "3 minutes" at 0
+    in every prompt layout tried), and greedy decoding scored ~0.015 higher token F1 on XQuAD."""
     summary = request.summary
+    temperature = summary.temperature
+    if temperature is None:
+        temperature = defaults.LOCAL_ANSWER_TEMPERATURE if local else defaults.ANSWER_TEMPERATURE
     return ChatOptions(
-        temperature=summary.temperature,
+        temperature=temperature,
         top_p=summary.top_p,
         seed=summary.seed,
         max_tokens=summary.max_tokens,
@@ -184,10 +191,10 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
         attributor = Attributor.for_answer(registry, sources, _embedder(context))
     try:
         if stream:
-            response = await stream_answer(client, messages, chat_options(request), turn, context, registry=registry,
+            response = await stream_answer(client, messages, chat_options(request, local=client.is_local), turn, context, registry=registry,
                                            attributor=attributor)
         else:
-            response = await complete_answer(client, messages, chat_options(request), turn, context, registry=registry,
+            response = await complete_answer(client, messages, chat_options(request, local=client.is_local), turn, context, registry=registry,
                                              attributor=attributor)
     except ChatModelError as exc:
         return model_error_update(turn, context, exc)

@@ -26,7 +26,7 @@ class _Frozen(BaseModel):
 class SummaryConfig(_Frozen):
     """Generation options of the answering model (the seed's SummaryConfig)."""
 
-    temperature: float | None = Field(0.3, ge=0, le=2, description="Sampling temperature of the answer.")
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature of the answer; unset: 0.3 (the seed's default) for remote models, 0 (greedy) for the local model.")
     top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass; unset leaves the provider default.")
     seed: int | None = Field(None, description="Sampling seed, for reproducible answers where the provider supports it.")
     max_tokens: int | None = Field(None, ge=1, description="Upper bound on answer tokens; unset leaves the provider default.")

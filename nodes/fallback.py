@@ -47,7 +47,7 @@ async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[s
         client = services_of(runtime).chat(request.chat_model)
         try:
             response = await stream_answer(
-                client, [{"role": "user", "content": prompt}], chat_options(request), turn, context, fallback=True
+                client, [{"role": "user", "content": prompt}], chat_options(request, local=client.is_local), turn, context, fallback=True
             )
         except ChatModelError as exc:
             return model_error_update(turn, context, exc)

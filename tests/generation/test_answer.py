@@ -75,3 +75,17 @@ async def test_uncited_sentences_are_attributed_and_the_streamed_answer_equals_t
     assert 'attributed="true"' not in tags[0]  # the model's own citation, as the decoder expanded it
     assert whole.startswith("Pairing takes up to three minutes <kb ")
     assert f'from the date of purchase.{tags[1]} It is like ' in whole and tags[1].endswith(' attributed="true"/>')
+
+
+def test_without_a_requested_temperature_a_remote_model_gets_the_seeds_and_a_local_one_answers_greedily():
+    from ragline import defaults
+    from ragline.generation.answer import chat_options
+    from ragline.graph.request import PipelineRequest
+
+    unset = PipelineRequest(query="q")
+    assert chat_options(unset).temperature == defaults.ANSWER_TEMPERATURE == 0.3
+    assert chat_options(unset, local=True).temperature == defaults.LOCAL_ANSWER_TEMPERATURE == 0.0
+    chosen = PipelineRequest(query="q", summary={"temperature": 0.7})
+    assert chat_options(chosen).temperature == chat_options(chosen, local=True).temperature == 0.7
+    # the rule survives a checkpoint round trip: an unset temperature stays unset
+    assert chat_options(PipelineRequest.model_validate(unset.model_dump()), local=True).temperature == 0.0
