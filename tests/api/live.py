@@ -24,13 +24,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def memory_settings(scripted: Any = None, **overrides: Any) -> Any:
-    """Settings of an in-process service: everything in memory, a heartbeat every second, and the
-    scripted model (a ScriptedModel server) as the chat model when given."""
+    """Settings of an in-process service: everything in memory, a heartbeat every second, no
+    per-key rate limit (a module of tests sends far more than 10 requests a second; the limit has
+    its own tests in test_key_limits.py), and the scripted model (a ScriptedModel server) as the
+    chat model when given."""
     from ragline.settings import Settings
 
     if scripted is not None:
         overrides = {"chat_model": "openai/scripted", "chat_api_base": scripted.base_url, "chat_api_key": "scripted-key", **overrides}
-    return Settings(**{"checkpointer": "memory", "stream_manager": "memory", "redis_url": None, "sse_heartbeat_s": 1.0, **overrides})
+    return Settings(**{"checkpointer": "memory", "stream_manager": "memory", "redis_url": None, "sse_heartbeat_s": 1.0,
+                       "rate_limit_per_minute": 0, **overrides})
 
 
 def embedded_services(root: Path, settings: Any, embedder: Any = None) -> Any:
