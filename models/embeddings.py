@@ -105,30 +105,24 @@ class Embedder:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Embedder:
-        return cls(
-            model=settings.embedding_model,
-            api_base=settings.embedding_api_base,
-            api_key=settings.embedding_api_key,
-            batch_size=settings.embedding_batch_size,
-            cache=EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite"),
-            timeout=settings.embedding_timeout_s,
-            retry=RetryPolicy.from_settings(settings),
-        )
+        return cls._configured(settings, settings.embedding_model, settings.embedding_api_base,
+                               settings.embedding_api_key, settings.embedding_batch_size)
 
     @classmethod
     def for_images(cls, settings: Settings) -> Embedder | None:
         """The multimodal model of image recall (RAGLINE_IMAGE_EMBEDDING_MODEL), or None when none is set."""
         if not settings.image_embedding_model:
             return None
-        return cls(
-            model=settings.image_embedding_model,
-            api_base=settings.image_embedding_api_base,
-            api_key=settings.image_embedding_api_key,
-            batch_size=defaults.IMAGE_EMBEDDING_BATCH_SIZE,
-            cache=EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite"),
-            timeout=settings.embedding_timeout_s,
-            retry=RetryPolicy.from_settings(settings),
-        )
+        return cls._configured(settings, settings.image_embedding_model, settings.image_embedding_api_base,
+                               settings.image_embedding_api_key, defaults.IMAGE_EMBEDDING_BATCH_SIZE)
+
+    @classmethod
+    def _configured(cls, settings: Settings, model: str, api_base: str | None, api_key: str | None,
+                    batch_size: int) -> Embedder:
+        """A model of the settings, sharing their embedding cache, timeout and retry policy."""
+        return cls(model=model, api_base=api_base, api_key=api_key, batch_size=batch_size,
+                   cache=EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite"),
+                   timeout=settings.embedding_timeout_s, retry=RetryPolicy.from_settings(settings))
 
     @property
     def identity(self) -> EmbeddingModelIdentity:

@@ -19,7 +19,6 @@ being silently left out of the index.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Any
 
@@ -33,7 +32,7 @@ from redisvl.query.filter import Tag
 from ragline import defaults
 from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.redis_connect import connect_search
-from ragline.retrieval.vector_store import VectorHit, VectorQueryResult, VectorRow
+from ragline.retrieval.vector_store import ThreadedVectorStore, VectorHit, VectorQueryResult, VectorRow
 
 _WRITE_BATCH = 500  # rows per pipeline round trip
 _FAQ_ROWS_MAX = 10_000  # rows one delete may find for 500 chunks (FAQ entries hold a few questions each)
@@ -72,7 +71,7 @@ def _blob(vector: list[float]) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
-class RedisVectorStore:
+class RedisVectorStore(ThreadedVectorStore):
     """HNSW indexes in Redis 8, one per KB; the sync client runs in worker threads (one pool for every loop)."""
 
     def __init__(self, client: redis.Redis, ef_search: int = defaults.HNSW_EF_SEARCH,
@@ -172,19 +171,3 @@ class RedisVectorStore:
             blobs = pipe.execute()
         return {rid: np.frombuffer(blob, dtype=np.float32).tolist() for rid, blob in zip(row_ids, blobs) if blob}
 
-    async def upsert(self, kb_id: str, rows: list[VectorRow]) -> None:
-        await asyncio.to_thread(self.upsert_sync, kb_id, rows)
-
-    async def delete_chunks(self, kb_id: str, chunk_ids: list[str]) -> None:
-        await asyncio.to_thread(self.delete_chunks_sync, kb_id, chunk_ids)
-
-    async def delete_kb(self, kb_id: str) -> None:
-        await asyncio.to_thread(self.delete_kb_sync, kb_id)
-
-    async def query(self, kb_id: str, embedding: list[float], top_k: int,
-                    knowledge_ids: list[str] | None = None) -> VectorQueryResult:
-        return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids)
-
-    async def embeddings(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
-        """Stored vectors by row id (pseudo-relevance feedback reads its hits' vectors); unknown ids are left out."""
-        return await asyncio.to_thread(self.embeddings_sync, kb_id, row_ids)

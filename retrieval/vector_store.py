@@ -59,7 +59,43 @@ def collection_name(kb_id: str) -> str:
     return f"ragline_kb_{kb_id}"
 
 
-class ChromaVectorStore:
+class ThreadedVectorStore:
+    """The async VectorStore methods over a store's blocking `*_sync` ones, each run in a thread
+    (both client libraries block: the event loop must not wait on them)."""
+
+    def upsert_sync(self, kb_id: str, rows: list[VectorRow]) -> None:
+        raise NotImplementedError
+
+    def delete_chunks_sync(self, kb_id: str, chunk_ids: list[str]) -> None:
+        raise NotImplementedError
+
+    def delete_kb_sync(self, kb_id: str) -> None:
+        raise NotImplementedError
+
+    def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
+        raise NotImplementedError
+
+    def embeddings_sync(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
+        raise NotImplementedError
+
+    async def upsert(self, kb_id: str, rows: list[VectorRow]) -> None:
+        await asyncio.to_thread(self.upsert_sync, kb_id, rows)
+
+    async def delete_chunks(self, kb_id: str, chunk_ids: list[str]) -> None:
+        await asyncio.to_thread(self.delete_chunks_sync, kb_id, chunk_ids)
+
+    async def delete_kb(self, kb_id: str) -> None:
+        await asyncio.to_thread(self.delete_kb_sync, kb_id)
+
+    async def query(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
+        return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids)
+
+    async def embeddings(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
+        """Stored vectors by row id (pseudo-relevance feedback reads its hits' vectors); unknown ids are left out."""
+        return await asyncio.to_thread(self.embeddings_sync, kb_id, row_ids)
+
+
+class ChromaVectorStore(ThreadedVectorStore):
     """Chroma collections of cosine space with a near-exact HNSW search breadth."""
 
     def __init__(self, client: Any, ef_search: int = 200, max_neighbors: int = 32) -> None:
@@ -151,19 +187,3 @@ class ChromaVectorStore:
             return {}
         got = col.get(ids=list(row_ids), include=["embeddings"])
         return {rid: [float(x) for x in vec] for rid, vec in zip(got["ids"], got["embeddings"])}
-
-    async def upsert(self, kb_id: str, rows: list[VectorRow]) -> None:
-        await asyncio.to_thread(self.upsert_sync, kb_id, rows)
-
-    async def delete_chunks(self, kb_id: str, chunk_ids: list[str]) -> None:
-        await asyncio.to_thread(self.delete_chunks_sync, kb_id, chunk_ids)
-
-    async def delete_kb(self, kb_id: str) -> None:
-        await asyncio.to_thread(self.delete_kb_sync, kb_id)
-
-    async def query(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
-        return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids)
-
-    async def embeddings(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
-        """Stored vectors by row id (pseudo-relevance feedback reads its hits' vectors); unknown ids are left out."""
-        return await asyncio.to_thread(self.embeddings_sync, kb_id, row_ids)
