@@ -233,6 +233,13 @@ class SearchResults(BaseModel):
 class MemoryCreate(Strict):
     text: str = Field(min_length=1, max_length=2000, description="Something to remember about the caller.")
 
+    @field_validator("text")
+    @classmethod
+    def _has_words(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a memory needs text, not only blanks")
+        return value
+
 
 class MemoryItem(BaseModel):
     id: str
