@@ -109,6 +109,17 @@ class IngestJob:
         await self.store.drop_data(job_id)
         return await self.publish(final)
 
+    async def gave_up(self, job_id: str, attempts: int) -> None:
+        """The task queue stopped retrying the job (its worker died on every attempt): it failed."""
+        record = await self.store.get(job_id)
+        if record is None or record.final:  # canceled (a cancel aborts too), or finished after all
+            return
+        log.error("ingestion job %s failed: its worker died %d times", job_id, attempts)
+        await self.publish(record.but(state=JobState.FAILED, error=(
+            f"the worker running this job stopped {attempts} time(s) (killed, or silent longer than job_heartbeat_s); "
+            "it is not retried again: upload the document again, or raise RAGLINE_JOB_RETRIES")))
+        await self.store.drop_data(job_id)
+
     async def _ingest(self, record: JobRecord, progress: _Progress) -> JobRecord:
         """The document stored: a done record; a document that cannot be stored: a failed one (no retry
         would change that). Only a dead worker's job is retried, by the task queue."""

@@ -144,10 +144,10 @@ class RedisJobQueue:
     """Shared mode: per-tenant lists in Redis in front of a saq queue that `ragline worker`s serve."""
 
     def __init__(self, redis: Any, settings: Settings, *, prefix: str = "ragline:jobs") -> None:
-        from saq.queue.redis import RedisQueue
-
         self.redis, self.settings = redis, settings  # a client without decode_responses: saq reads bytes
-        self.saq = RedisQueue(redis, name=QUEUE_NAME)
+        from ragline.service.saq_queue import SweptQueue
+
+        self.saq = SweptQueue(redis, name=QUEUE_NAME, grace_s=settings.job_heartbeat_s)
         self._ring, self._payloads, self._pending = f"{prefix}:ring", f"{prefix}:payloads", f"{prefix}:pending:"
         self._submit = redis.register_script(_SUBMIT)
         self._admit = redis.register_script(_ADMIT)
@@ -193,6 +193,8 @@ async def run_worker(queue: RedisJobQueue, job: IngestJob, settings: Settings, *
     async def ingest(ctx: Context, *, job_id: str) -> None:
         current = ctx["job"]
         await job.run(job_id, touch=current.update)  # an update stamps saq's heartbeat
+
+    queue.saq.gave_up = job.gave_up  # a job whose worker died job_retries times fails, visibly
 
     async def admit(_ctx: Context) -> None:
         await queue.admit()  # a worker took a job (or finished one): the next tenant's job moves up

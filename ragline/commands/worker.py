@@ -39,6 +39,17 @@ async def serve_jobs(settings: Settings) -> None:
         await services.aclose()
 
 
+def _route_queue_log(level: str) -> None:
+    """saq's own records (a job taken, swept from a dead worker, retried) go where ragline's go:
+    they are what tells an operator why a job ran twice."""
+    import logging
+
+    queue_log, ours = logging.getLogger("saq"), logging.getLogger("ragline")
+    queue_log.handlers[:] = ours.handlers
+    queue_log.setLevel(max(logging.getLevelName(level.upper()), logging.INFO))
+    queue_log.propagate = False
+
+
 def run(args: argparse.Namespace) -> int:
     from ragline.service.logs import configure
     from ragline.settings import get_settings
@@ -50,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency:
         settings = settings.model_copy(update={"job_workers": args.concurrency})
     configure(args.log_level, json_lines=args.log_format == "json")
+    _route_queue_log(args.log_level)
     print(f"ragline worker: serving ingestion jobs, {settings.job_workers} at a time", file=sys.stderr, flush=True)
     asyncio.run(serve_jobs(settings))
     return 0

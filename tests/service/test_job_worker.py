@@ -9,11 +9,13 @@ workers wrote from there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +52,12 @@ def env_of(redis_url: str, data_dir: Path, scripted: Any) -> dict[str, str]:
 
 
 @pytest.fixture
-def setup(redis_server, scripted_server, tmp_path: Path) -> dict[str, str]:
+def setup(redis_server, scripted_server, tmp_path: Path) -> Iterator[dict[str, str]]:
     redis_server.flush()
     scripted_server.reset()
-    return env_of(redis_server.url, tmp_path, scripted_server)
+    yield env_of(redis_server.url, tmp_path, scripted_server)
+    for log in sorted(tmp_path.glob("worker-*.log")):  # shown by pytest when the test failed
+        print(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-60:]))
 
 
 def settings_of(env: dict[str, str]) -> Settings:
@@ -75,15 +79,21 @@ def new_kb(settings: Settings, name: str, tenant: str = "acme") -> str:
     return kb.id
 
 
-@pytest.fixture
-async def jobs(setup: dict[str, str], redis_server) -> AsyncIterator[JobService]:
+@contextlib.asynccontextmanager
+async def job_service(settings: Settings) -> AsyncIterator[JobService]:
+    """The enqueuing side (what `ragline serve` holds in shared mode), without workers of its own."""
     from redis.asyncio import Redis
 
-    text = Redis.from_url(redis_server.url, decode_responses=True)
-    settings = settings_of(setup)
+    text = Redis.from_url(settings.redis_url or "", decode_responses=True)
     async with open_jobs(settings, RedisStreamManager(text), Services(settings), shared=True) as service:
         yield service
     await text.aclose()
+
+
+@pytest.fixture
+async def jobs(setup: dict[str, str]) -> AsyncIterator[JobService]:
+    async with job_service(settings_of(setup)) as service:
+        yield service
 
 
 async def submit(jobs: JobService, kb_id: str, text: str, name: str, tenant: str = "acme") -> JobRecord:
@@ -111,8 +121,12 @@ def final(record: JobRecord) -> bool:
 
 
 def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "ragline", "worker", "--log-level", "warning"], cwd=ROOT,
-                            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """A `ragline worker`; its log goes to a file of the data directory (a pipe nobody reads would
+    block the worker once full), printed by `worker_logs` when a test fails."""
+    log = open(Path(env["RAGLINE_DATA_DIR"]) / f"worker-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 (the child owns it)
+    with log:
+        return subprocess.Popen([sys.executable, "-m", "ragline", "worker", "--log-level", "info"], cwd=ROOT,
+                                env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
 
 
 def stop(worker: subprocess.Popen[bytes]) -> None:
@@ -161,6 +175,32 @@ async def test_a_worker_killed_mid_document_is_replaced_and_the_document_is_stor
         stop(first)
     assert stored_copies(settings, killed_kb, "src:manual") == stored_copies(settings, clean_kb, "src:manual-clean")
     assert done.document is not None and done.document.chunk_count == clean.document.chunk_count > 10
+
+
+async def test_a_job_whose_worker_dies_on_every_attempt_ends_failed_with_the_reason(setup, scripted_server):
+    """Without this, saq's sweep gives up on the job in its own records only, and the job's
+    status (what the page and GET .../jobs/{id} show) says "running" for ever."""
+    settings = settings_of(setup).model_copy(update={"job_retries": 1})
+    scripted_server.on_embedding(Reply(delay=0.15))
+    kb = new_kb(settings, "doomed")
+    async with job_service(settings) as jobs:
+        first = start_worker(setup)
+        try:
+            job = await submit(jobs, kb, MANUAL, "doomed")
+            await until(jobs, job.id, lambda r: r.phase == "embedding" and r.done >= 2)
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            second = start_worker(setup)  # its sweep finds the dead worker's job, with no attempt left
+            try:
+                failed = await until(jobs, job.id, final)
+            finally:
+                stop(second)
+        finally:
+            stop(first)
+        assert failed.state == JobState.FAILED and failed.attempts == 1, failed
+        assert "stopped 1 time" in (failed.error or "") and "RAGLINE_JOB_RETRIES" in (failed.error or "")
+        assert await jobs.store.data(job.id) is None  # the upload is not kept for a job nobody will run
+    assert shared_catalog(settings).find_knowledge(kb, "src:doomed") is None
 
 
 async def test_a_cancelled_job_stops_where_it_runs_and_a_queued_one_never_starts(jobs, setup, scripted_server):
