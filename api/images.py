@@ -3,23 +3,23 @@
 Answers cite image chunks whose ImageInfo holds such a handle; the page shows them as thumbnails
 from here. An image is served only to a tenant that may read a knowledge base with a chunk
 referring to it; any other name (a missing file, another tenant's image, a crafted path) is the
-same 404, so the route says nothing about what exists. The file path comes only from
-`ImageStore.path_of`, which accepts nothing but the content-address shape: no traversal.
+same 404, so the route says nothing about what exists. The stored name comes only from
+`stored_name`, which accepts nothing but the content-address shape: no traversal. The bytes come
+from the deployment's image store: files in embedded mode, Redis in shared mode.
 """
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response
 
 from ragline.api import inputs
 from ragline.api.errors import NotFound
 from ragline.api.openapi import doc
 from ragline.api.services import AppServices, services
-from ragline.ingestion.images import URL_SCHEME
+from ragline.ingestion.images import URL_SCHEME, stored_name
 from ragline.service.access import Principal
 
 TAG = "knowledge"
@@ -37,17 +37,20 @@ def handle_of(name: str) -> str:
     return f"{URL_SCHEME}{name}"
 
 
-async def readable_file(svc: AppServices, who: Principal, handle: str) -> Path:
-    """The image's file when the caller may see it; NotFound otherwise (one answer for every refusal)."""
-    path = svc.core.images.store.path_of(handle)
-    if path is None:
+async def readable_image(svc: AppServices, who: Principal, handle: str) -> bytes:
+    """The image's bytes when the caller may see it; NotFound otherwise (one answer for every refusal)."""
+    if stored_name(handle) is None:
         raise NotFound("no such image")
     stack = await svc.stack()
     kb_ids = await asyncio.to_thread(stack.catalog.kbs_referencing, handle)
     kbs = stack.catalog.get_kbs(kb_ids)
-    if not any(kb.readable_by(who.tenant_id) for kb in kbs.values()) or not path.is_file():
+    if not any(kb.readable_by(who.tenant_id) for kb in kbs.values()):
         raise NotFound("no such image")
-    return path
+    # files in embedded mode, Redis in shared mode: every replica serves what any worker stored
+    data = await asyncio.to_thread(svc.core.images.store.read, handle)
+    if data is None:
+        raise NotFound("no such image")
+    return data
 
 
 @doc("A stored image of a knowledge base the caller may read (the `local://images/<name>` of ImageInfo)", TAG, errors=(401, 404))
@@ -56,5 +59,5 @@ async def get_image(request: Request) -> Response:
     svc = services(request)
     who = svc.authenticate(request)
     name = inputs.path(request, "name")
-    path = await readable_file(svc, who, handle_of(name))
-    return FileResponse(path, media_type=MEDIA_TYPES[path.suffix.lstrip(".")], headers=IMAGE_HEADERS)
+    data = await readable_image(svc, who, handle_of(name))
+    return Response(data, media_type=MEDIA_TYPES[name.rsplit(".", 1)[1]], headers=IMAGE_HEADERS)

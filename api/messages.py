@@ -64,7 +64,8 @@ async def rewind(request: Request) -> Response:
 @doc("Search the tenant's past conversations (turns indexed into chat-history knowledge bases)", TAG, query=MessageSearchQuery, response=MessageSearchPage)
 async def search_messages(request: Request) -> Response:
     """Seed: SearchMessages. Only turns indexed with chat_history_index (or the server's
-    RAGLINE_CHAT_HISTORY_INDEX) are searchable; each hit is one question/answer turn."""
+    RAGLINE_CHAT_HISTORY_INDEX) are searchable; each hit is one question/answer turn. With a rerank
+    model configured (RAGLINE_RERANK_MODEL) the hits go through the pipeline's rerank chain first."""
     svc = services(request)
     who = svc.authenticate(request)
     query = inputs.query(request, MessageSearchQuery)

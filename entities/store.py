@@ -8,6 +8,7 @@ loop could not. `ThreadedGraphStore` turns the blocking methods into the async i
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
@@ -24,10 +25,15 @@ from ragline.entities.types import (
 from ragline.settings import Settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class GraphStoreError(RuntimeError):
     """The graph engine failed (connection, query)."""
+
+
+class GraphUnavailableError(GraphStoreError):
+    """This deployment has no entity graph (shared mode without a Bolt server)."""
 
 
 class GraphStore(ABC):
@@ -62,6 +68,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     async def close(self) -> None: ...
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why graph extraction cannot be enabled here, or None when it can."""
+        return None
 
     async def search(self, namespaces: list[Namespace], entities: list[str]) -> GraphMatch:
         """search_namespace over several namespaces in parallel, results in namespace order."""
@@ -190,8 +201,52 @@ def normalize_document_graph(knowledge_base_id: str, knowledge_id: str, nodes: l
     return nodes, relations
 
 
+SHARED_WITHOUT_BOLT = ("the entity graph is off: this deployment shares its state through Redis (RAGLINE_REDIS_URL), "
+                      "where a DuckDB file on one replica's disk would be a graph the others never see; set "
+                      "RAGLINE_GRAPH_BOLT_URL to a Neo4j or FalkorDB Bolt server to extract entity graphs")
+
+
+class UnavailableGraphStore(GraphStore):
+    """No entity graph: no knowledge base extracts one, so extraction and entity search find
+    nothing to do; enabling extraction is refused with the reason. Removing is a no-op (there is
+    nothing stored), so deleting a knowledge base or document never fails on the graph."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return self.reason
+
+    async def replace_document(self, knowledge_base_id: str, knowledge_id: str,
+                               nodes: list[GraphNode], relations: list[GraphRelation]) -> None:
+        raise GraphUnavailableError(self.reason)
+
+    async def delete_document(self, knowledge_base_id: str, knowledge_id: str) -> None:
+        return None
+
+    async def delete_knowledge_base(self, knowledge_base_id: str) -> None:
+        return None
+
+    async def search_namespace(self, namespace: Namespace, entities: list[str],
+                               node_limit: int = defaults.ENTITY_NODE_MATCH_LIMIT,
+                               relation_limit: int = defaults.ENTITY_RELATION_MATCH_LIMIT) -> GraphMatch:
+        return GraphMatch()
+
+    async def set_extraction_enabled(self, knowledge_base_id: str, enabled: bool) -> None:
+        if enabled:
+            raise GraphUnavailableError(self.reason)
+
+    async def extraction_enabled(self, knowledge_base_ids: Iterable[str]) -> set[str]:
+        return set()
+
+    async def close(self) -> None:
+        return None
+
+
 def open_graph_store(settings: Settings) -> GraphStore:
-    """The graph store the settings choose: a Bolt server when configured, else DuckDB under data_dir.
+    """The graph store the settings choose: a Bolt server when configured; else, in shared mode
+    (redis_url), no graph at all (logged once, with what to set); else DuckDB under data_dir.
 
     Built once per process by the composition root (ragline.services.Services).
     """
@@ -200,6 +255,9 @@ def open_graph_store(settings: Settings) -> GraphStore:
 
         return Neo4jGraphStore.connect(settings.graph_bolt_url, settings.graph_bolt_user,
                                        settings.graph_bolt_password, settings.graph_bolt_database)
+    if settings.redis_url:
+        log.warning("%s; graph extraction and entity search are skipped", SHARED_WITHOUT_BOLT)
+        return UnavailableGraphStore(SHARED_WITHOUT_BOLT)
     from ragline.entities.duckdb_store import DuckDBGraphStore
 
     return DuckDBGraphStore(settings.data_dir / "graph.duckdb")

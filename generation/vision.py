@@ -17,12 +17,11 @@ import binascii
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ragline import defaults
 from ragline.graph.request import ImageInput, PipelineRequest
-from ragline.ingestion.images import ImageStore
+from ragline.ingestion.image_store import StoredImages
 from ragline.models.local_engine import PROVIDER
 from ragline.settings import Settings
 
@@ -103,23 +102,15 @@ def _smaller_jpeg(image: Any) -> bytes:
     return out.getvalue()
 
 
-def _stored_bytes(store: ImageStore, url: str) -> bytes | None:
-    """The stored image's bytes, bounded by the ingestion limit before anything is read."""
-    path: Path | None = store.path_of(url)
-    if path is None or not path.is_file() or path.stat().st_size > defaults.IMAGE_MAX_BYTES:
-        return None
-    return path.read_bytes()
-
-
-def context_image_parts(refs: Sequence[ImageRef], store: ImageStore, limit: int = defaults.CONTEXT_IMAGES_MAX) -> list[Part]:
+def context_image_parts(refs: Sequence[ImageRef], store: StoredImages, limit: int = defaults.CONTEXT_IMAGES_MAX) -> list[Part]:
     """Message parts for the first `limit` usable images: a label naming the chunk, then the image.
-    Blocking file reads: call it in a worker thread."""
+    Blocking reads (disk or Redis): call it in a worker thread."""
     parts: list[Part] = []
     sent = 0
     for ref in refs:
         if sent >= limit:
             break
-        data = _stored_bytes(store, ref.url)
+        data = store.read(ref.url)  # bounded by the ingestion limit before anything is read
         url = vision_data_url(data) if data is not None else None
         if url is None:
             continue

@@ -26,7 +26,8 @@ from typing import Any
 from ragline import defaults
 from ragline.ingestion.chunker import chunk_text, embedding_text
 from ragline.ingestion.ids import new_id
-from ragline.ingestion.images import ExtractedImage, ImageStore
+from ragline.ingestion.image_store import StoredImages
+from ragline.ingestion.images import ExtractedImage
 from ragline.ingestion.ocr import OcrEngine
 from ragline.models.chat import ChatClient, ChatOptions
 from ragline.models.embeddings import Embedder
@@ -55,7 +56,7 @@ class ImageReading:
 class ImageIndexer:
     """Store, read and describe images; constructed once (the OCR engine loads on first use)."""
 
-    def __init__(self, store: ImageStore, ocr: OcrEngine | None = None, vision: ChatClient | None = None,
+    def __init__(self, store: StoredImages, ocr: OcrEngine | None = None, vision: ChatClient | None = None,
                  embedder: Embedder | None = None) -> None:
         self.store = store
         self.ocr = ocr or OcrEngine()
@@ -76,8 +77,8 @@ class ImageIndexer:
         sources: list[tuple[ChunkRecord, str]] = []
         for chunk in (c for c in chunks if c.chunk_type == ChunkType.IMAGE_VECTOR):
             url = str((chunk.metadata.get("images") or [{}])[0].get("url", ""))
-            path = self.store.path_of(url)
-            data_url = vision_data_url(path.read_bytes()) if path is not None and path.is_file() else None
+            data = await asyncio.to_thread(self.store.read, url)
+            data_url = vision_data_url(data) if data is not None else None
             if data_url is not None:  # PNG/JPEG/WebP/GIF of at most 5 MB, as providers take images
                 sources.append((chunk, data_url))
         vectors = await self.embedder.embed_images([u for _, u in sources]) if sources else []

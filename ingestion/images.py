@@ -218,20 +218,34 @@ def docx_paragraph_images(element: Any, part: Any, origin: str, collector: Image
     return found
 
 
+def stored_name(url: str) -> str | None:
+    """`<sha256>.<ext>` of a `local://images/...` handle, or None for any other (or a crafted) handle:
+    the only names a store reads or writes, so no handle can reach outside it."""
+    if not url.startswith(URL_SCHEME):
+        return None
+    name = url[len(URL_SCHEME):]
+    return name if re.fullmatch(r"[0-9a-f]{64}\.(png|jpg|webp|gif)", name) else None
+
+
 class ImageStore:
-    """Content-addressed files under one folder: an image stored twice is one file."""
+    """Content-addressed files under one folder (embedded mode): an image stored twice is one file.
+    Shared mode keeps them in Redis instead (ingestion/image_store.py), behind the same save/read."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
     def path_of(self, url: str) -> Path | None:
         """The file behind a `local://images/...` handle, or None for any other (or a crafted) handle."""
-        if not url.startswith(URL_SCHEME):
+        name = stored_name(url)
+        return self.root / name if name is not None else None
+
+    def read(self, url: str) -> bytes | None:
+        """The image's bytes, or None when the handle is not a stored image's or the file is gone;
+        a file beyond the ingestion bound is never read. Blocking: call it in a worker thread."""
+        path = self.path_of(url)
+        if path is None or not path.is_file() or path.stat().st_size > defaults.IMAGE_MAX_BYTES:
             return None
-        name = url[len(URL_SCHEME):]
-        if not re.fullmatch(r"[0-9a-f]{64}\.(png|jpg|webp|gif)", name):
-            return None
-        return self.root / name
+        return path.read_bytes()
 
     def save(self, image: ExtractedImage) -> Path:
         """Write the image once (atomically: a reader never sees half a file)."""

@@ -55,6 +55,12 @@ def open_redis_store(url: str) -> BaseStore:
     return store
 
 
+def memory_store_kind(kind: str | None, redis_url: str | None) -> str:
+    """The configured kind, else the backend's: a shared deployment keeps memories in its Redis,
+    where every replica reads them (a file under one replica's data_dir would be seen by it alone)."""
+    return kind or ("redis" if redis_url else "sqlite")
+
+
 def open_memory_store(kind: str, path: Path | None = None, redis_url: str | None = None) -> BaseStore:
     if kind == "memory":
         return InMemoryStore()

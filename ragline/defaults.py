@@ -106,6 +106,7 @@ WIKI_TOPIC_MAX_DOCUMENTS = 4  # documents per page: more would leave each too fe
 WIKI_PROFILE_CHARS = 1500  # the start of a document (title + text) is what its topic is compared by
 WIKI_BUILD_CONCURRENCY = 2  # pages written at once, across all knowledge bases (2 cores; the chat model is shared with answers)
 WIKI_MAX_PAGES = 200  # pages per knowledge base: bounds a rebuild's model calls
+WIKI_BUILDING_TTL_S = 30  # shared mode: a rebuild's "building" mark outlives its last renewal (every third of this) by this long
 
 # --- remote model providers (chat, embedding, rerank through litellm) ---
 CHAT_TIMEOUT_S = 120.0  # longest silence from a chat provider: to connect, before a reply, between two stream chunks

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ragline.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    import redis
     from langgraph.store.base import BaseStore
 
     from ragline.entities.store import GraphStore
@@ -136,9 +137,10 @@ class Services:
         return open_graph_store(self.settings)
 
     def _open_memory_store(self) -> BaseStore:
-        from ragline.memory.store import open_memory_store
+        from ragline.memory.store import memory_store_kind, open_memory_store
 
-        return open_memory_store(self.settings.memory_store, self.settings.data_dir / "memory.sqlite", self.settings.redis_url)
+        kind = memory_store_kind(self.settings.memory_store, self.settings.redis_url)
+        return open_memory_store(kind, self.settings.data_dir / "memory.sqlite", self.settings.redis_url)
 
     @property
     def memory(self) -> MemoryService:
@@ -161,24 +163,36 @@ class Services:
         """Wiki pages of wiki-enabled bases, rebuilt in the background after their documents change."""
         from ragline.ingestion.wiki import WikiBuilder
         from ragline.service.wiki import WikiScheduler
+        from ragline.service.wiki_status import open_wiki_statuses
 
         return self._once("wiki", lambda: WikiScheduler(lambda: WikiBuilder(self.retrieval, self.ingestion, self.chat()),
-                                                        lambda: self.retrieval.catalog))
+                                                        lambda: self.retrieval.catalog, open_wiki_statuses(self.shared_redis)))
 
     def _documents_changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
         self.wiki.documents_changed(kb, documents)
 
     @property
     def images(self) -> ImageIndexer:
-        """Document images: stored under data_dir/images, read by offline OCR, captioned by vlm_model when set."""
+        """Document images: stored under data_dir/images (in Redis in shared mode), read by offline OCR,
+        captioned by vlm_model when set."""
         from ragline.ingestion.image_chunks import ImageIndexer
-        from ragline.ingestion.images import ImageStore
+        from ragline.ingestion.image_store import open_image_store
         from ragline.models.chat import ChatClient
 
         settings = self.settings
         vision = ChatClient(settings.vlm_model, settings.vlm_api_base, settings.vlm_api_key) if settings.vlm_model else None
-        return self._once("images", lambda: ImageIndexer(ImageStore(settings.data_dir / "images"), vision=vision,
-                                                         embedder=self.image_embedder))
+        return self._once("images", lambda: ImageIndexer(open_image_store(settings.data_dir / "images", self.shared_redis),
+                                                         vision=vision, embedder=self.image_embedder))
+
+    @property
+    def shared_redis(self) -> redis.Redis | None:
+        """A sync client (raw bytes) on the shared Redis for images and wiki status; None in embedded mode."""
+        url = self.settings.redis_url
+        if not url:
+            return None
+        import redis
+
+        return self._once("shared_redis", lambda: redis.Redis.from_url(url))
 
     # --- models ---
 
@@ -206,6 +220,7 @@ class Services:
         """The request's rerank model, else the configured one; None means no reranker (the offline default)."""
         from ragline.models.rerank import Reranker
         from ragline.models.retry import RetryPolicy
+        from ragline.retrieval.vision_rerank import VisionReranker, sees_images
 
         configured = self.settings.rerank_model
         name = model or configured
@@ -213,8 +228,12 @@ class Services:
             return None
         timeout, retry = self.settings.rerank_timeout_s, RetryPolicy.from_settings(self.settings)
         if name == configured:
-            return Reranker(name, self.settings.rerank_api_base, self.settings.rerank_api_key, timeout, retry)
-        return Reranker(name, timeout=timeout, retry=retry)
+            reranker = Reranker(name, self.settings.rerank_api_base, self.settings.rerank_api_key, timeout, retry)
+        else:
+            reranker = Reranker(name, timeout=timeout, retry=retry)
+        # a multimodal rerank model sees image hits' pictures (rerank_sees_images speaks for the configured one)
+        declared = self.settings.rerank_sees_images if name == configured else None
+        return VisionReranker(reranker, self.images.store) if sees_images(name, declared) else reranker
 
     # --- web and tables ---
 
@@ -240,11 +259,11 @@ class Services:
     # --- lifecycle ---
 
     async def aclose(self) -> None:
-        """Close what was opened (the memory store's file, the graph store's connection); stop wiki rebuilds."""
+        """Close what was opened (the memory store's file, the graph store's and shared Redis' connections); stop wiki rebuilds."""
         wiki = self._lazies.get("wiki")
         if wiki is not None and wiki.opened is not None:
             await wiki.opened.aclose()
-        for name in ("memory_store", "graph_store"):
+        for name in ("memory_store", "graph_store", "shared_redis"):
             lazy = self._lazies.get(name)
             closer = getattr(lazy.opened if lazy is not None else None, "close", None)
             if not callable(closer):

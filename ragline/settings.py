@@ -75,6 +75,7 @@ class Settings(BaseSettings, RetrievalFields):
     rerank_model: str | None = Field(None, description="litellm rerank model (cohere/..., jina_ai/...); none by default.")
     rerank_api_base: str | None = None
     rerank_api_key: str | None = None
+    rerank_sees_images: bool | None = Field(None, description="The rerank model scores pictures (a multimodal reranker, e.g. jina_ai/jina-reranker-m0): image-vector hits are sent as their images; none: only rerank models known to be multimodal.")
 
     # remote providers: per-call timeouts and retries (the local models run in-process and need neither)
     chat_timeout_s: float = Field(defaults.CHAT_TIMEOUT_S, gt=0, description="Longest wait for a remote chat provider to connect, reply, or send the next chunk of a stream.")
@@ -111,7 +112,7 @@ class Settings(BaseSettings, RetrievalFields):
     graph_bolt_database: str | None = Field(None, description="Neo4j database name; unset uses the server default.")
 
     # long-term memory (ragline.memory)
-    memory_store: str = Field("sqlite", description="Long-term memory store: sqlite (a file under data_dir), memory (lost on exit) or redis (redis_url, shared by replicas).")
+    memory_store: Literal["sqlite", "memory", "redis"] | None = Field(None, description="Long-term memory store: sqlite (a file under data_dir), memory (lost on exit) or redis (redis_url, shared by replicas); default: redis when redis_url is set, else sqlite.")
     chat_history_index: bool = Field(False, description="Index every answered turn into the caller's chat-history knowledge base (a request's chat_history_index overrides).")
     memory_min_score: float = Field(defaults.MEMORY_MIN_SCORE, ge=0, le=1, description="Similarity a memory needs to be recalled (tuned for multilingual-e5-small).")
 

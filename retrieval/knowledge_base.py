@@ -1,4 +1,4 @@
-"""Knowledge base CRUD with tenant ownership; deleting a KB removes its vectors and keyword rows.
+"""Knowledge base CRUD with tenant ownership; deleting a KB removes its vectors (image vectors too) and keyword rows.
 
 Replaces the seed's KnowledgeBaseService (knowledgebase.go) for create/list/update/delete and its
 authorizeKBAccess check.
@@ -108,6 +108,7 @@ class KnowledgeBaseService:
         kb = self._owned(kb_id, tenant_id)
         engines = self.stores[kb.vector_store]
         await engines.vector.delete_kb(kb.id)
+        await engines.vector.delete_image_spaces(kb.id)  # image vectors live beside the text rows, one space per image model
         await engines.keyword.delete_kb(kb.id)
         self.catalog.delete_kb(kb.id)
 

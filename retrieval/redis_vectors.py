@@ -32,7 +32,7 @@ from redisvl.query.filter import Tag
 from ragline import defaults
 from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.redis_connect import connect_search
-from ragline.retrieval.vector_store import ThreadedVectorStore, VectorHit, VectorQueryResult, VectorRow
+from ragline.retrieval.vector_store import ThreadedVectorStore, VectorHit, VectorQueryResult, VectorRow, image_spaces_prefix
 
 _WRITE_BATCH = 500  # rows per pipeline round trip
 _FAQ_ROWS_MAX = 10_000  # rows one delete may find for 500 chunks (FAQ entries hold a few questions each)
@@ -65,6 +65,10 @@ def schema(kb_id: str, dims: int, ef_search: int, max_neighbors: int) -> dict[st
             }},
         ],
     }
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _blob(vector: list[float]) -> bytes:
@@ -140,6 +144,15 @@ class RedisVectorStore(ThreadedVectorStore):
             if index.exists():  # already gone (deleted twice, or by another replica) is not an error
                 raise
         self.client.delete(dimension_key(kb_id))
+
+    def delete_image_spaces_sync(self, kb_id: str) -> None:
+        """Every image space of the KB: those with an index, and those whose dimension key outlived it."""
+        prefix = image_spaces_prefix(kb_id)
+        spaces = {_text(name)[len(index_name("")):] for name in self.client.execute_command("FT._LIST")
+                  if _text(name).startswith(index_name(prefix))}
+        spaces |= {_text(key)[len(dimension_key("")):] for key in self.client.scan_iter(match=dimension_key(prefix) + "*")}
+        for space in spaces:
+            self.delete_kb_sync(space)
 
     def query_sync(self, kb_id: str, embedding: list[float], top_k: int,
                    knowledge_ids: list[str] | None = None) -> VectorQueryResult:

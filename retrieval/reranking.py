@@ -15,6 +15,7 @@ from ragline.models.rerank import Reranker, RerankError
 from ragline.retrieval.rerank_limits import passage_max_chars
 from ragline.retrieval.searchutil import tokenize_simple
 from ragline.retrieval.types import ChunkType, SearchResult
+from ragline.retrieval.vision_rerank import SCORED_BY, VisionReranker, picture_scores
 
 WEB_SOURCE = "web_search"
 
@@ -199,10 +200,20 @@ def candidates(results: Sequence[SearchResult]) -> list[SearchResult]:
     return sorted(results, key=lambda r: r.score, reverse=True)[: defaults.RERANK_MAX_CANDIDATES]
 
 
-async def model_scores(reranker: Reranker, query: str, results: list[SearchResult]) -> list[Scored]:
+async def model_scores(reranker: Reranker, query: str, results: list[SearchResult]) -> tuple[list[Scored], set[str]]:
+    """The model's scores, and the ids of the image hits it judged by their pictures (a vision
+    reranker); a vision call that fails, or has no picture to see, is made again as text."""
     limit = passage_max_chars(reranker.model, query)  # the model's own input window, not a fixed size
     passages = [enriched_passage(r, limit) for r in results]
-    return [Scored(results[s.index], s.score) for s in await reranker.rerank(query, passages)]
+    if isinstance(reranker, VisionReranker) and (seen := await picture_scores(reranker, query, results, passages)):
+        scores, pictured = seen
+        return [Scored(by_picture(results[s.index]) if results[s.index].id in pictured else results[s.index], s.score)
+                for s in scores], pictured
+    return [Scored(results[s.index], s.score) for s in await reranker.rerank(query, passages)], set()
+
+
+def by_picture(result: SearchResult) -> SearchResult:
+    return result.model_copy(update={"metadata": {**result.metadata, SCORED_BY: "image"}})
 
 
 def passthrough_scores(results: list[SearchResult]) -> list[Scored]:
@@ -214,7 +225,8 @@ async def rerank_results(query: str, results: Sequence[SearchResult], reranker: 
                          top_k: int, scoped: bool, faq_boost: float | None = None,
                          vector_threshold: float = defaults.DEFAULT_VECTOR_THRESHOLD) -> list[SearchResult]:
     """Model scores (or search scores without a model, or when it fails), the threshold rules,
-    composite scores, the FAQ boost when given, then MMR down to `top_k`.
+    composite scores, the FAQ boost when given, then MMR down to `top_k`. A vision reranker judges
+    image_vector hits by their pictures (vision_rerank.py); a text one leaves them the image rule.
 
     `scoped`: the user narrowed the search to documents or tags, so their best hit is kept
     whatever its score (top-1 minimum 0 instead of RERANK_FALLBACK_MIN_SCORE).
@@ -226,9 +238,10 @@ async def rerank_results(query: str, results: Sequence[SearchResult], reranker: 
         kept = passthrough_scores(pool)
     else:
         try:
-            scored = await model_scores(reranker, query, pool)
+            scored, pictured = await model_scores(reranker, query, pool)
             kept = filter_by_threshold(scored, threshold, 0.0 if scoped else defaults.RERANK_FALLBACK_MIN_SCORE)
-            pictures = keep_image_hits(scored, kept, vector_threshold)
+            # a picture the model saw stood or fell by the threshold: the text reranker's rule is not for it
+            pictures = keep_image_hits([s for s in scored if s.result.id not in pictured], kept, vector_threshold)
         except RerankError:
             kept = passthrough_scores(pool)
     ranked = [with_composite(s) for s in kept]

@@ -3,7 +3,8 @@
 Replaces the vector side of the seed's retrieve engines. Chroma always receives our own
 embeddings: its default embedding function downloads a model at first use and fails offline,
 so collections are opened with `embedding_function=None` and never embed anything themselves.
-One collection per knowledge base: deleting a KB drops its collection in one call.
+One collection per knowledge base, and one per image model for its image vectors
+(image_recall.py): deleting a KB drops them in a call each.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class VectorStore(Protocol):
 
     async def delete_kb(self, kb_id: str) -> None: ...
 
+    async def delete_image_spaces(self, kb_id: str) -> None: ...
+
     async def query(
         self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None
     ) -> VectorQueryResult: ...
@@ -59,6 +62,12 @@ def collection_name(kb_id: str) -> str:
     return f"ragline_kb_{kb_id}"
 
 
+def image_spaces_prefix(kb_id: str) -> str:
+    """How every image space of a KB begins, whichever image model filled it (image_recall.image_space
+    names them "<kb id>-img-<model hash>"; KB ids are hex, so no other KB's space shares the prefix)."""
+    return f"{kb_id}-img-"
+
+
 class ThreadedVectorStore:
     """The async VectorStore methods over a store's blocking `*_sync` ones, each run in a thread
     (both client libraries block: the event loop must not wait on them)."""
@@ -70,6 +79,9 @@ class ThreadedVectorStore:
         raise NotImplementedError
 
     def delete_kb_sync(self, kb_id: str) -> None:
+        raise NotImplementedError
+
+    def delete_image_spaces_sync(self, kb_id: str) -> None:
         raise NotImplementedError
 
     def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
@@ -86,6 +98,10 @@ class ThreadedVectorStore:
 
     async def delete_kb(self, kb_id: str) -> None:
         await asyncio.to_thread(self.delete_kb_sync, kb_id)
+
+    async def delete_image_spaces(self, kb_id: str) -> None:
+        """Drop the KB's image-vector spaces, of the current image model and of any earlier one."""
+        await asyncio.to_thread(self.delete_image_spaces_sync, kb_id)
 
     async def query(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
         return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids)
@@ -165,6 +181,13 @@ class ChromaVectorStore(ThreadedVectorStore):
             self.client.delete_collection(collection_name(kb_id))
         except Exception:  # already gone: deleting twice is not an error
             pass
+
+    def delete_image_spaces_sync(self, kb_id: str) -> None:
+        prefix = image_spaces_prefix(kb_id)
+        names = [getattr(c, "name", c) for c in self.client.list_collections()]  # names or collections, by client version
+        for name in names:
+            if name.startswith(collection_name(prefix)):
+                self.delete_kb_sync(name[len(collection_name("")):])
 
     def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
         col = self._collection(kb_id, create=False)

@@ -4,7 +4,9 @@
   knowledge base (retrieval/chat_history.py), one document per turn keyed by its request id, so
   re-indexing the same turn replaces it and a later question can search past conversations.
 - `search` is the tenant's message search: hybrid (or vector-only, keyword-only) search over the
-  tenant's chat-history bases, one hit per turn (its best chunk), paged over a bounded pool.
+  tenant's chat-history bases, reranked by the pipeline's rerank chain when a rerank model is
+  configured (threshold rules, composite score, MMR), one hit per turn (its best chunk), paged over
+  a bounded pool.
 - `forget_session` removes a deleted session's turns: a conversation the user deleted must not
   keep answering questions.
 """
@@ -25,6 +27,7 @@ from ragline.retrieval.chat_history import (
     tenant_chat_histories,
 )
 from ragline.retrieval.errors import KnowledgeBaseExistsError
+from ragline.retrieval.reranking import rerank_results
 from ragline.retrieval.types import KnowledgeBase, SearchParams, SearchResult
 from ragline.services import Services
 
@@ -57,7 +60,7 @@ class MessageHit(BaseModel):
     user_id: str
     question: str
     answer: str
-    score: float = Field(description="The best search score of the turn's chunks.")
+    score: float = Field(description="The best score of the turn's chunks: the composite rerank score with a rerank model, else the search score.")
     match_type: str = Field(description="vector, keyword or hybrid (found by both).")
     knowledge_base_id: str
     knowledge_id: str
@@ -121,7 +124,12 @@ class ChatHistoryService:
             match_count=defaults.MESSAGE_SEARCH_MAX_HITS,
             disable_vector=mode == "keyword", disable_keyword=mode == "vector",
         )
-        hits = self._per_turn(await stack.searcher.search(params))
+        results = await stack.searcher.search(params)
+        reranker = self.services.reranker()
+        if reranker is not None:  # the pipeline's rerank chain, as the search API shares it (seed: vector + rerank)
+            results = await rerank_results(query, results, reranker, threshold=defaults.DEFAULT_RERANK_THRESHOLD,
+                                           top_k=defaults.MESSAGE_SEARCH_MAX_HITS, scoped=False)
+        hits = self._per_turn(results)
         return hits[offset : offset + limit], len(hits)
 
     def _per_turn(self, results: list[SearchResult]) -> list[MessageHit]:

@@ -6,6 +6,8 @@ so pages are never written twice over and none is duplicated), and at most
 `WIKI_BUILD_CONCURRENCY` pages are written at once across all bases (the chat model is shared
 with the answers). A failure is logged at error level and kept in the base's status
 (`GET /api/v1/knowledge-bases/{id}/wiki`, `ragline kb wiki NAME`); the next change retries.
+With a shared Redis that status lives there (service/wiki_status.py): a replica answers for a
+rebuild a worker runs. Serialization is per process: two workers may rebuild one base at once.
 """
 
 from __future__ import annotations
@@ -13,46 +15,29 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import datetime
-from typing import Literal
-
-from pydantic import BaseModel, Field
 
 from ragline import defaults
 from ragline.ingestion.wiki import WikiBuilder, WikiReport, is_wiki_document
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
+from ragline.service.wiki_status import LocalWikiStatuses, WikiState, WikiStatus, WikiStatuses
+
+__all__ = ["WikiScheduler", "WikiState", "WikiStatus"]
 
 log = logging.getLogger(__name__)
-
-WikiState = Literal["idle", "building", "ok", "failed"]
-
-
-class WikiStatus(BaseModel):
-    """The wiki of one knowledge base, as this process last built it."""
-
-    knowledge_base_id: str
-    enabled: bool
-    state: WikiState = Field("idle", description="idle: not built by this process yet; ok / failed: the last rebuild.")
-    pages: int = Field(0, description="Wiki pages stored now.")
-    written: list[str] = Field(default_factory=list, description="Pages the last rebuild wrote.")
-    unchanged: int = 0
-    removed: int = 0
-    failed: dict[str, str] = Field(default_factory=dict, description="Page title -> why it was not written.")
-    error: str = Field("", description="Why the last rebuild stopped, when it did.")
-    finished_at: datetime | None = None
 
 
 class WikiScheduler:
     """Background rebuilds per knowledge base, bounded, serialized per base, with a status."""
 
-    def __init__(self, builder: Callable[[], WikiBuilder], catalog: Callable[[], Catalog]) -> None:
+    def __init__(self, builder: Callable[[], WikiBuilder], catalog: Callable[[], Catalog],
+                 statuses: WikiStatuses | None = None) -> None:
         self._builder_factory = builder  # opened on the first rebuild: a status read needs only the catalog
         self._catalog = catalog
         self._builder: WikiBuilder | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
-        self._reports: dict[str, WikiStatus] = {}
+        self._statuses = statuses or LocalWikiStatuses()  # Redis in shared mode: any replica reads any rebuild
         self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     @property
@@ -74,7 +59,9 @@ class WikiScheduler:
         if kb_id in self._tasks:
             self._dirty.add(kb_id)
             return
-        self._tasks[kb_id] = asyncio.get_running_loop().create_task(self._run(kb_id), name=f"wiki:{kb_id}")
+        loop = asyncio.get_running_loop()
+        token = self._statuses.start(kb_id)  # marked before the task runs: a status read right after sees it
+        self._tasks[kb_id] = loop.create_task(self._run(kb_id, token), name=f"wiki:{kb_id}")
 
     async def rebuild(self, kb_id: str) -> WikiStatus:
         """Rebuild now and wait for it (the CLI); a running background rebuild finishes first."""
@@ -97,19 +84,25 @@ class WikiScheduler:
 
     def status(self, kb_id: str) -> WikiStatus:
         kb = self._catalog().get_kb(kb_id)
-        last = self._reports.get(kb_id) or WikiStatus(knowledge_base_id=kb_id, enabled=False)
-        state: WikiState = "building" if kb_id in self._tasks else last.state
+        last = self._statuses.last(kb_id) or WikiStatus(knowledge_base_id=kb_id, enabled=False)
+        state: WikiState = "building" if kb_id in self._tasks or self._statuses.building(kb_id) else last.state
         return last.model_copy(update={"enabled": bool(kb and kb.wiki_enabled), "state": state, "pages": self._page_count(kb_id)})
 
-    async def _run(self, kb_id: str) -> None:
+    async def _run(self, kb_id: str, token: str) -> None:
+        keeper = asyncio.create_task(self._statuses.keep(kb_id, token), name=f"wiki-mark:{kb_id}")
         try:
             while True:
                 self._dirty.discard(kb_id)
-                self._reports[kb_id] = await self._rebuild_once(kb_id)
+                self._statuses.record(await self._rebuild_once(kb_id))
                 if kb_id not in self._dirty:
                     return
         finally:
+            keeper.cancel()
             self._tasks.pop(kb_id, None)
+            try:
+                self._statuses.stop(kb_id, token)
+            except Exception as exc:  # the mark expires on its own; the rebuild's outcome is what matters
+                log.warning("could not clear the wiki rebuild mark of %s: %s", kb_id, exc)
 
     async def _rebuild_once(self, kb_id: str) -> WikiStatus:
         base = WikiStatus(knowledge_base_id=kb_id, enabled=True, finished_at=None)

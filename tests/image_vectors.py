@@ -57,12 +57,13 @@ def script_vectors(scripted: ScriptedModel, image_similarity: float) -> None:
     scripted.on_embedding(Reply(vectors=vectors))
 
 
-async def image_kb(tmp_path: Path, scripted: ScriptedModel, image_similarity: float = 0.3) -> ImageKb:
-    """A KB holding one document: two lines of text around a chart image with no text in it."""
+async def image_kb(tmp_path: Path, scripted: ScriptedModel, image_similarity: float = 0.3, redis_url: str | None = None) -> ImageKb:
+    """A KB holding one document: two lines of text around a chart image with no text in it (files,
+    or the shared Redis backend at `redis_url`)."""
     script_vectors(scripted, image_similarity)
     text_model = Embedder("openai/scripted-embed", api_base=scripted.base_url, api_key="x", cache=None)
     image_model = Embedder("openai/scripted-image-embed", api_base=scripted.base_url, api_key="x", cache=None, batch_size=4)
-    stack = RetrievalStack.build(tmp_path / "stack", text_model, RetrievalConfig(redis_url=None, chroma_url=None))
+    stack = RetrievalStack.build(tmp_path / "stack", text_model, RetrievalConfig(redis_url=redis_url, chroma_url=None))
     stack.searcher.image_embedder = image_model
     indexer = ImageIndexer(ImageStore(tmp_path / "images"), ocr=NoTextOcr(), embedder=image_model)
     ingestion = IngestionService(stack, images=indexer)

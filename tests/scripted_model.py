@@ -43,6 +43,7 @@ class Reply:
     cut_after: int | None = None  # the stream stops after this many chunks, without a finish or [DONE]
     headers: dict[str, str] = field(default_factory=dict)  # sent with an error status (Retry-After)
     scores: list[float] | None = None  # rerank: one score per document (default: word overlap with the query)
+    rank: Callable[[str, Any], float] | None = None  # rerank: the score of (query, document as sent: text or {"image": ...})
     vectors: Callable[[str], list[float]] | None = None  # embeddings: the vector of each input (default: word_vector)
 
     @classmethod
@@ -171,7 +172,8 @@ class ScriptedModel:
         if (fault := self._fault(reply)) is not None:
             return fault
         documents = [d if isinstance(d, str) else d.get("text", "") for d in body["documents"]]
-        scores = reply.scores or [_overlap(body["query"], d) for d in documents]
+        scores = reply.scores or [reply.rank(body["query"], d) if reply.rank else _overlap(body["query"], t)
+                                  for d, t in zip(body["documents"], documents)]
         results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"])
         return JSONResponse({"id": "rerank-scripted", "results": results, "meta": {"billed_units": {"search_units": 1}}})
 

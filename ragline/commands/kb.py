@@ -87,6 +87,9 @@ def _snippet(text: str, width: int = 70) -> str:
 
 
 def kb_create(args: argparse.Namespace, services: Services) -> int:
+    if args.graph and (reason := services.graph_store.unavailable_reason):  # refused before the base exists
+        print(f"error: {reason}", file=sys.stderr)
+        return 1
     stack = services.retrieval
     chunking = ChunkingConfig(chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, parent_child=args.parent_child)
     kb = stack.knowledge_bases.create(

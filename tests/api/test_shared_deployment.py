@@ -3,7 +3,8 @@ replicas and `ragline worker`s, each with its own empty data directory.
 
 A knowledge base made on replica A, documents uploaded there and indexed by the worker, are found
 and cited on replica B. A worker killed by SIGKILL mid-document is replaced and the document ends
-with the chunks of a clean run. Nothing of the knowledge stack lands on a replica's disk.
+with the chunks of a clean run. Nothing of the shared state (catalog, vectors, memory, entity graph,
+images) lands on a replica's disk.
 """
 
 from __future__ import annotations
@@ -139,9 +140,15 @@ async def until_embedding_midway(client: httpx.AsyncClient, accepted: httpx.Resp
     raise AssertionError("the job's events ended before its embedding was under way")
 
 
+LOCAL_STATE_FILES = ("catalog.sqlite", "memory.sqlite", "graph.duckdb")  # the catalog, long-term memory, the entity graph
+LOCAL_STATE_DIRS = ("chroma", "images")  # vectors, document images (uploaded in tests/api/test_shared_images.py)
+
+
 def stack_files(data_dir: Path) -> list[Path]:
-    """What an embedded knowledge stack would have written: the SQLite catalog, the Chroma folder."""
-    return [p for p in data_dir.rglob("*") if p.name == "catalog.sqlite" or (p.is_dir() and p.name == "chroma")]
+    """What embedded mode would have written of the shared state: the SQLite catalog, the Chroma
+    folder, long-term memory, the DuckDB entity graph, stored images."""
+    return [p for p in data_dir.rglob("*")
+            if p.name in LOCAL_STATE_FILES or (p.is_dir() and p.name in LOCAL_STATE_DIRS)]
 
 
 async def test_replicas_share_knowledge_through_redis_and_a_killed_worker_is_replaced(deployment: Deployment, scripted_model: ScriptedModel):
@@ -203,6 +210,6 @@ async def test_replicas_share_knowledge_through_redis_and_a_killed_worker_is_rep
             chunks[kb_id] = [(c["chunk_index"], c["content"]) for c in response.json()["items"]]
         assert sorted(chunks[kb]) == sorted(chunks[clean_kb]) and len(chunks[kb]) == clean_doc["chunk_count"]  # stored once
 
-    # --- nothing of the knowledge stack on the replicas' (or the workers') disks ---
+    # --- nothing of the shared state on the replicas' (or the workers') disks ---
     for name, data_dir in deployment.data_dirs.items():
         assert stack_files(data_dir) == [], (name, stack_files(data_dir))
