@@ -304,5 +304,6 @@ async def search(request: Request) -> Response:
     hits = await stack.searcher.search(SearchParams(tenant_id=who.tenant_id, **search))
     if body.rerank_top_k:  # the same chain the pipeline's rerank stage runs
         hits = await rerank_results(body.query, hits, svc.core.reranker(), threshold=body.rerank_threshold, top_k=body.rerank_top_k,
-                                    scoped=bool(body.knowledge_ids), faq_boost=body.faq_score_boost if body.faq_priority_enabled else None)
+                                    scoped=bool(body.knowledge_ids), faq_boost=body.faq_score_boost if body.faq_priority_enabled else None,
+                                    vector_threshold=body.vector_threshold)  # the image rule's floor: max(this, 0.25)
     return _json(SearchResults(items=hits))

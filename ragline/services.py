@@ -112,7 +112,7 @@ class Services:
     def retrieval(self) -> RetrievalStack:
         """The catalog, vector and keyword stores, embedders and hybrid searcher: files under data_dir, or
         Redis when redis_url is set (shared mode, see retrieval/stack.py)."""
-        return self._once("retrieval", self.retrieval_factory or self._open_retrieval)
+        return self._once("retrieval", lambda: self._with_image_recall(self.retrieval_factory() if self.retrieval_factory else self._open_retrieval()))
 
     @property
     def graph_store(self) -> GraphStore:

@@ -71,3 +71,16 @@ async def test_a_chart_found_by_its_own_vector_is_searched_answered_cited_and_dr
     assert space is not None
     assert (await client.delete(f"{V1}/knowledge-bases/{kb}")).status_code in (200, 204)
     assert vectors_dropped(core.retrieval.stores["default"].vector, space)
+
+
+async def test_the_search_apis_image_rule_follows_the_requests_vector_threshold(client):
+    """The rerank image rule keeps a picture whose vector score reaches max(vector_threshold, 0.25):
+    the request's threshold, not the default, as the pipeline's rerank stage does."""
+    kb = (await client.post(f"{V1}/knowledge-bases", json={"name": "station-charts-threshold"})).json()["id"]
+    await ingested(client, await client.post(f"{V1}/knowledge-bases/{kb}/documents",
+                                             files={"file": ("report.pdf", report_pdf(), "application/pdf")}))
+    search = {"query": QUESTION, "knowledge_base_ids": [kb], "rerank_top_k": 5}
+    [kept] = (await client.post(f"{V1}/knowledge-bases/search", json=search)).json()["items"]
+    assert kept["metadata"]["kept_by"] == "image_vector" and kept["score"] < 0.99
+    strict = (await client.post(f"{V1}/knowledge-bases/search", json={**search, "vector_threshold": 0.99})).json()["items"]
+    assert [h for h in strict if h["match_type"] == "image_vector"] == []
