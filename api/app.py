@@ -16,9 +16,10 @@ from starlette.routing import Route
 from ragline.api import chat, health, images, jobs, knowledge, memories, messages, metrics, page, sessions, wiki
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
-from ragline.api.guards import KeyLimiter, KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
+from ragline.api.guards import KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
 from ragline.api.services import open_services
 from ragline.graph import tracing
+from ragline.service.key_limits import open_limiter
 from ragline.services import Services
 from ragline.settings import Settings, get_settings
 
@@ -93,7 +94,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     settings = settings or get_settings()
     if loopback_only is None:
         loopback_only = KeyRing.from_settings(settings).dev_mode and is_loopback_host(settings.host)
-    limiter = KeyLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst, settings.max_streams_per_key)
+    limiter = open_limiter(settings)  # counted in Redis when replicas share one
     measured = metrics.Metrics()
     middleware = [
         Middleware(RequestIds),
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                 app.state.services = shared
                 yield
         finally:
+            await limiter.aclose()
             if traced_here:
                 tracing.shutdown()  # flush the last batch of spans
 

@@ -14,10 +14,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
-import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, QueryParams
@@ -25,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline import defaults
 from ragline.api.auth import key_digest, presented_key
+from ragline.service.key_limits import Limiter
 from ragline.service.logs import log_ids
 
 
@@ -113,50 +111,6 @@ class LoopbackOnly(HeaderCheck):
 STREAM_ROUTES = ("/knowledge-chat", "/chat", "/continue-stream")
 
 
-@dataclass
-class _Bucket:
-    tokens: float
-    at: float
-
-
-class KeyLimiter:
-    """A token bucket per key (rate, burst) and a count of its open answer streams, in this process."""
-
-    def __init__(self, per_minute: int, burst: int, max_streams: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate = per_minute / 60.0
-        self.burst = burst
-        self.max_streams = max_streams
-        self.clock = clock
-        self._buckets: dict[str, _Bucket] = {}
-        self._streams: dict[str, int] = {}
-
-    def retry_after(self, key: str) -> float | None:
-        """Seconds until the key may send again, or None when this request may pass (and is counted)."""
-        if self.rate <= 0:
-            return None
-        now = self.clock()
-        bucket = self._buckets.setdefault(key, _Bucket(float(self.burst), now))
-        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.at) * self.rate)
-        bucket.at = now
-        if bucket.tokens >= 1:
-            bucket.tokens -= 1
-            return None
-        return (1 - bucket.tokens) / self.rate
-
-    def open_stream(self, key: str) -> bool:
-        if self.max_streams and self._streams.get(key, 0) >= self.max_streams:
-            return False
-        self._streams[key] = self._streams.get(key, 0) + 1
-        return True
-
-    def close_stream(self, key: str) -> None:
-        left = self._streams.get(key, 0) - 1
-        if left > 0:
-            self._streams[key] = left
-        else:
-            self._streams.pop(key, None)
-
-
 def api_key_of(scope: Scope) -> str | None:
     """The digest of the key the request presents (any route; the route itself checks it)."""
     key = presented_key(Headers(scope=scope), QueryParams(scope.get("query_string", b"")), allow_query=True)
@@ -166,10 +120,11 @@ def api_key_of(scope: Scope) -> str | None:
 class KeyLimits:
     """429 with Retry-After once a key exceeds its rate or its concurrent answer streams.
 
-    Keyless requests pass (they get 401 from the route); in shared mode each replica counts its own.
+    Keyless requests pass (they get 401 from the route); in shared mode the replicas count together
+    (service/key_limits.py).
     """
 
-    def __init__(self, app: ASGIApp, limiter: KeyLimiter) -> None:
+    def __init__(self, app: ASGIApp, limiter: Limiter) -> None:
         self.app = app
         self.limiter = limiter
 
@@ -178,7 +133,7 @@ class KeyLimits:
         if key is None:
             await self.app(scope, receive, send)
             return
-        wait = self.limiter.retry_after(key)
+        wait = await self.limiter.retry_after(key)
         if wait is not None:
             await _refuse(send, 429, "rate_limited", f"too many requests for this API key; retry in {math.ceil(wait)} s",
                           headers=[(b"retry-after", str(math.ceil(wait)).encode())])
@@ -186,7 +141,8 @@ class KeyLimits:
         if not scope["path"].endswith(STREAM_ROUTES):
             await self.app(scope, receive, send)
             return
-        if not self.limiter.open_stream(key):
+        lease = await self.limiter.open_stream(key)
+        if lease is None:
             await _refuse(send, 429, "too_many_streams",
                           f"this API key already streams {self.limiter.max_streams} answers; wait for one to end",
                           headers=[(b"retry-after", b"1")])
@@ -194,7 +150,7 @@ class KeyLimits:
         try:
             await self.app(scope, receive, send)
         finally:
-            self.limiter.close_stream(key)
+            await self.limiter.close_stream(key, lease)
 
 
 class RequestIds:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
+from redis.asyncio import Redis
 
 from ragline.api.app import create_app
-from ragline.api.guards import KeyLimiter
+from ragline.service.key_limits import KeyLimiter, RedisKeyLimiter
 from tests.api.live import ThreadServer, memory_settings, new_session
+from tests.redis_server import free_port
 from tests.scripted_model import Reply
 
 KEYS = {"key-a": "acme", "key-b": "globex"}
@@ -24,23 +26,69 @@ class FakeClock:
         return self.now
 
 
-def test_a_key_gets_its_burst_then_the_per_minute_rate():
+async def test_a_key_gets_its_burst_then_the_per_minute_rate():
     clock = FakeClock()
     limiter = KeyLimiter(per_minute=60, burst=3, max_streams=0, clock=clock)
-    assert [limiter.retry_after("k") for _ in range(3)] == [None, None, None]
-    assert limiter.retry_after("k") == pytest.approx(1.0)  # 60/min: one token a second
-    assert limiter.retry_after("other") is None  # keys are counted apart
+    assert [await limiter.retry_after("k") for _ in range(3)] == [None, None, None]
+    assert await limiter.retry_after("k") == pytest.approx(1.0)  # 60/min: one token a second
+    assert await limiter.retry_after("other") is None  # keys are counted apart
     clock.now = 1.0
-    assert limiter.retry_after("k") is None
-    assert limiter.retry_after("k") is not None
+    assert await limiter.retry_after("k") is None
+    assert await limiter.retry_after("k") is not None
 
 
-def test_streams_are_counted_per_key_and_released():
+async def test_streams_are_counted_per_key_and_released():
     limiter = KeyLimiter(per_minute=0, burst=1, max_streams=2)
-    assert limiter.open_stream("k") and limiter.open_stream("k")
-    assert not limiter.open_stream("k") and limiter.open_stream("other")
-    limiter.close_stream("k")
-    assert limiter.open_stream("k")
+    first, second = await limiter.open_stream("k"), await limiter.open_stream("k")
+    assert first and second and first != second
+    assert await limiter.open_stream("k") is None and await limiter.open_stream("other")
+    await limiter.close_stream("k", first)
+    assert await limiter.open_stream("k")
+
+
+# --- shared mode: every replica counts in one Redis ---
+
+
+@pytest.fixture
+async def replicas(redis_server) -> AsyncIterator[tuple[RedisKeyLimiter, RedisKeyLimiter]]:
+    """Two replicas' limiters on one flushed Redis: 60 requests a minute after a burst of 3, one stream per key."""
+    redis_server.flush()
+    pair = tuple(RedisKeyLimiter(Redis.from_url(redis_server.url, decode_responses=True), 60, 3, 1, lease_s=1) for _ in range(2))
+    yield pair  # type: ignore[misc]
+    for limiter in pair:
+        await limiter.aclose()
+
+
+async def test_replicas_share_one_bucket_per_key(replicas):
+    a, b = replicas
+    assert [await a.retry_after("k"), await b.retry_after("k"), await a.retry_after("k")] == [None, None, None]
+    wait = await b.retry_after("k")  # the burst was spent on two replicas together
+    assert wait is not None and 0.9 < wait <= 1.0
+    assert await b.retry_after("other") is None
+
+
+async def test_replicas_share_the_stream_slots_of_a_key_and_a_dead_replicas_slot_lapses(replicas):
+    a, b = replicas
+    held = await a.open_stream("k")
+    assert held and await b.open_stream("k") is None  # one stream per key, whichever replica serves it
+    await a.close_stream("k", held)
+    kept = await b.open_stream("k")
+    assert kept
+    await asyncio.sleep(1.5)  # b renews its lease (every lease_s/3) while the stream runs
+    assert await a.open_stream("k") is None
+    await b.aclose()  # b dies without closing: its renewals stop
+    await asyncio.sleep(1.2)  # past the lease: a Redis expiry, not a duration under test
+    assert await a.open_stream("k")
+
+
+async def test_the_limits_fail_open_while_redis_is_unreachable():
+    """A limit that cannot be counted lets the request through (the route answers 503 if it needs Redis)."""
+    limiter = RedisKeyLimiter(Redis.from_url(f"redis://127.0.0.1:{free_port()}", socket_connect_timeout=0.5), 60, 1, 1)
+    assert await limiter.retry_after("k") is None and await limiter.retry_after("k") is None
+    lease = await limiter.open_stream("k")
+    assert lease is not None and await limiter.open_stream("k") is not None
+    await limiter.close_stream("k", lease)
+    await limiter.aclose()
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +127,23 @@ async def test_a_second_concurrent_stream_of_one_key_is_refused(server, scripted
             assert done.json()["error"]["code"] == "too_many_streams"
             await asyncio.sleep(0.1)
         assert done.status_code == 200
+
+
+async def test_a_keys_stream_on_one_replica_counts_on_the_other(redis_server, scripted_server, scripted_model):
+    redis_server.flush()
+    settings = memory_settings(scripted_server, redis_url=redis_server.url, api_keys=KEYS, max_streams_per_key=1)
+    first, second = ThreadServer(create_app(settings)).start(), ThreadServer(create_app(settings)).start()
+    scripted_model.on(lambda b: True, Reply(chunks=[f"w{i} " for i in range(40)], chunk_delay=0.05))
+    try:
+        async with httpx.AsyncClient(base_url=first.url, headers={"X-API-Key": "key-a"}, timeout=30) as on_a, \
+                httpx.AsyncClient(base_url=second.url, headers={"X-API-Key": "key-a"}, timeout=30) as on_b:
+            session_a, session_b = await new_session(on_a), await new_session(on_b)
+            async with on_a.stream("POST", f"/api/v1/sessions/{session_a}/chat", json={"query": "long"}) as streaming:
+                assert streaming.status_code == 200
+                refused = await on_b.post(f"/api/v1/sessions/{session_b}/chat", json={"query": "again"})
+                assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_streams"
+                async for _ in streaming.aiter_bytes():
+                    pass
+    finally:
+        first.stop()
+        second.stop()
