@@ -1,20 +1,26 @@
-"""Prometheus metrics at /metrics: requests by route and status, their latency, runs and streams.
+"""Prometheus metrics at /metrics: requests by route and status, their latency, runs and streams,
+and retries of remote model calls by kind and outcome.
 
-One registry per app (tests build several apps in one process). Route labels are endpoint names,
-never raw paths, so ids in URLs cannot blow up the label set.
+One registry per app (tests build several apps in one process); the retry counts are the
+process's (models/retry.py keeps them: model clients know no app), read at each scrape. Route
+labels are endpoint names, never raw paths, so ids in URLs cannot blow up the label set.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline.api.openapi import doc
+from ragline.models.retry import retry_counts
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
@@ -28,6 +34,18 @@ class Metrics:
                                  ("method", "route"), buckets=LATENCY_BUCKETS, registry=self.registry)
         self.open_streams = Gauge("ragline_open_streams", "Answer streams (SSE responses) open now", registry=self.registry)
         self.runs = Gauge("ragline_runs_active", "Turns this process is running", registry=self.registry)
+        self.registry.register(ProviderRetries())
+
+
+class ProviderRetries(Collector):
+    """ragline_provider_retries_total{kind, outcome}: every retry of a chat, embedding or rerank call, once."""
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily("ragline_provider_retries", "Retries of remote model calls by kind and outcome "
+                                     "(recovered, retried_again, gave_up)", labels=("kind", "outcome"))
+        for (kind, outcome), count in sorted(retry_counts().items()):
+            family.add_metric([kind, outcome], count)
+        yield family
 
 
 class MeasureRequests:

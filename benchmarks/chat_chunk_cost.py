@@ -25,13 +25,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ASK = [{"role": "user", "content": "go"}]
 
 
-async def through_chat_client(base_url: str) -> int:
+async def through_chat_client(base_url: str, direct: bool = False) -> int:
     from ragline.models.chat import ChatClient
 
     items = 0
-    async for _ in ChatClient("openai/scripted", base_url, "k").stream(ASK):  # type: ignore[arg-type]
+    async for _ in ChatClient("openai/scripted", base_url, "k", direct=direct).stream(ASK):  # type: ignore[arg-type]
         items += 1
     return items
+
+
+async def through_chat_client_direct(base_url: str) -> int:
+    return await through_chat_client(base_url, direct=True)
 
 
 async def through_httpx(base_url: str) -> int:
@@ -56,7 +60,8 @@ async def cpu_per_item(read: Callable[[str], Awaitable[int]], base_url: str) -> 
 async def main(args: argparse.Namespace) -> None:
     model, base_url = stamped_model.start(args.chunks, rate=1e6)
     try:
-        readers = {"ChatClient (litellm + OpenAI SDK)": through_chat_client, "httpx + json": through_httpx}
+        readers = {"ChatClient (litellm + OpenAI SDK)": through_chat_client,
+                   "ChatClient (models/openai_stream.py: httpx + orjson)": through_chat_client_direct, "httpx + json": through_httpx}
         costs: dict[str, list[float]] = {name: [] for name in readers}
         for _ in range(args.rounds + 1):  # the first round pays imports and connection set-up
             for name, read in readers.items():

@@ -29,8 +29,13 @@ Ragline: POST /api/v1/sessions, then POST /api/v1/sessions/{id}/chat (SSE). The 
 /threads, then POST /threads/{id}/runs/stream with stream_mode custom, started with
 --n-jobs-per-worker N so that runs stream concurrently instead of queueing.
 
+Both servers run Ragline's graph, so both read the model with the same chat client: by default
+models/openai_stream.py; `--readers direct,litellm` also runs Ragline with RAGLINE_CHAT_DIRECT=false
+(litellm reads the stream, as before it), side by side under the same machine load. `--repeat K`
+measures each row K times and adds a median row: on a shared machine single runs are noisy.
+
     python benchmarks/load.py [--n 50,100,200,500,1000] [--tokens 40] [--rate 20] [--ramp 1]
-                              [--servers ragline,langgraph] [--redis]
+                              [--servers ragline,langgraph] [--redis] [--readers direct,litellm] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -109,10 +114,11 @@ class Server:
 
     name = ""
 
-    def __init__(self, model_url: str, n: int, redis_url: str | None) -> None:
+    def __init__(self, model_url: str, n: int, redis_url: str | None, reader: str = "direct") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, **scripted_env(model_url), "RAGLINE_CHECKPOINTER": "memory", "RAGLINE_STREAM_MANAGER": "memory"}
+        self.env = {**os.environ, **scripted_env(model_url), "RAGLINE_CHECKPOINTER": "memory", "RAGLINE_STREAM_MANAGER": "memory",
+                    "RAGLINE_CHAT_DIRECT": str(reader == "direct").lower()}
         if redis_url:
             self.env.update({"RAGLINE_REDIS_URL": redis_url, "RAGLINE_CHECKPOINTER": "redis", "RAGLINE_STREAM_MANAGER": "redis"})
         self.n = n
@@ -305,6 +311,16 @@ def raise_fd_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+def variants(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(server, chat reader) pairs to measure at each N: Ragline once per reader, the peer once."""
+    return [(name, reader) for name in args.servers for reader in (args.readers if name == "ragline" else ["direct"])]
+
+
+def label(name: str, reader: str, redis: bool, readers: list[str]) -> str:
+    text = SERVERS[name].name + (" (redis)" if redis and name == "ragline" else "")
+    return text + (f" [{reader} reader]" if name == "ragline" and len(readers) > 1 else "")
+
+
 def run(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     rows: list[tuple[str, dict[str, Any]]] = []
     model, model_url = stamped_model.start(args.tokens, args.rate)
@@ -315,19 +331,46 @@ def run(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
         redis = RedisServer().start()
     try:
         for n in args.n:
-            for name in args.servers:
-                server = SERVERS[name](model_url, n, redis.url if redis and name == "ragline" else None).start()
-                try:
-                    row = uvloop.run(measure(server, n, args))  # the client's own overhead, as low as it goes
-                finally:
-                    server.stop()
-                rows.append((server.name + (" (redis)" if redis and name == "ragline" else ""), row))
-                print_row(*rows[-1], file=sys.stderr)
+            for _ in range(args.repeat):  # rounds interleave the variants, so a burst of machine load hits all alike
+                for name, reader in variants(args):
+                    server = SERVERS[name](model_url, n, redis.url if redis and name == "ragline" else None, reader)
+                    try:
+                        server.start()
+                    except RuntimeError as exc:  # one server that fails to start (a tree mid-edit) costs its row, not the run
+                        print(f"| {label(name, reader, redis is not None, args.readers)} | {n} | {exc} |", file=sys.stderr)
+                        continue
+                    try:
+                        row = uvloop.run(measure(server, n, args))  # the client's own overhead, as low as it goes
+                    finally:
+                        server.stop()
+                    rows.append((label(name, reader, redis is not None, args.readers), row))
+                    print_row(*rows[-1], file=sys.stderr)
     finally:
         model.kill()
         if redis is not None:
             redis.stop()
     return rows
+
+
+def medians(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """One row per (server, N): the median of each figure over the repeats (counts: their worst)."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for name, row in rows:
+        groups.setdefault((name, row["n"]), []).append(row)
+    out = []
+    for (name, _), group in groups.items():
+        merged = dict(group[0])
+        for key, value in group[0].items():
+            if key in ("lost", "dup", "errors"):
+                merged[key] = max(r[key] for r in group)
+            elif key == "intact":
+                merged[key] = min(r[key] for r in group)
+            elif key == "load":
+                merged[key] = (percentile([r[key][0] for r in group], 50), percentile([r[key][1] for r in group], 50))
+            elif isinstance(value, int | float):
+                merged[key] = percentile([r[key] for r in group], 50)
+        out.append((f"{name}, median of {len(group)}", merged))
+    return out
 
 
 HEADER = ("| server | N | streams intact | peak streaming | first token p50/p99 s | p50 ms | p99 ms | max ms | lost | dup | errors | MB/stream | peak MB "
@@ -349,9 +392,12 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=1.0, help="seconds over which the N streams start")
     parser.add_argument("--servers", default="ragline,langgraph", help="which servers: ragline, langgraph")
     parser.add_argument("--redis", action="store_true", help="Ragline with Redis checkpoints and streams (a local Redis 8)")
+    parser.add_argument("--readers", default="direct", help="Ragline's chat stream readers: direct (models/openai_stream.py), litellm")
+    parser.add_argument("--repeat", type=int, default=1, help="measure each row this often and add a median row")
     args = parser.parse_args()
     args.n = [int(n) for n in args.n.split(",") if n]
     args.servers = [s for s in args.servers.split(",") if s]
+    args.readers = [r for r in args.readers.split(",") if r]
     fds = raise_fd_limit()
     rows = run(args)
     print(f"\nLoad: N concurrent SSE answers of {args.tokens} tokens at {args.rate:g} tokens/s (stamped scripted model, own "
@@ -360,6 +406,9 @@ def main() -> None:
     print(HEADER)
     for name, row in rows:
         print_row(name, row)
+    if args.repeat > 1:
+        for name, row in medians(rows):
+            print_row(name, row)
 
 
 if __name__ == "__main__":

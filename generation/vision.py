@@ -23,6 +23,7 @@ from ragline import defaults
 from ragline.graph.request import ImageInput, PipelineRequest
 from ragline.ingestion.image_store import StoredImages
 from ragline.models.local_engine import PROVIDER
+from ragline.models.openai_stream import serves_directly
 from ragline.settings import Settings
 
 # PIL's format name -> the media type a provider is told; nothing else is sent (the seed's set)
@@ -36,6 +37,10 @@ def supports_vision(model: str, settings: Settings, request: PipelineRequest | N
     if (request is not None and request.chat_model_supports_vision) or model in settings.vision_models:
         return True
     if model.startswith(f"{PROVIDER}/"):  # the embedded model reads text only; no litellm import on its path
+        return False
+    if model == settings.chat_model and settings.chat_direct and serves_directly(model, settings.chat_api_base):
+        # a self-hosted model litellm's map cannot know; importing litellm here would stall the event loop for
+        # seconds mid-turn (long enough for another replica to take the run over): list it in vision_models
         return False
     from ragline.models.retry import import_litellm
 

@@ -1,7 +1,9 @@
 """Chat models through litellm: one call, or a stream that keeps reasoning apart from the answer.
 
 Any litellm provider works (OpenAI, Ollama, DeepSeek, an OpenAI-compatible base URL); model
-strings starting with `ragline/` go to the local llama.cpp model. Reasoning arrives either as the
+strings starting with `ragline/` go to the local llama.cpp model, and `openai/<model>` with an
+api_base (a self-hosted OpenAI-compatible server) is read directly by models/openai_stream.py,
+which costs a small fraction of litellm's CPU per chunk. Reasoning arrives either as the
 provider's `reasoning_content` or inline between <think> tags; both come out as THINKING deltas.
 A remote call has a timeout (also the longest silence inside a stream) and is retried after
 transient failures (models/retry.py), a stream only until its first delta went out.
@@ -17,7 +19,8 @@ from typing import Any
 from ragline import defaults
 from ragline.models import local_engine
 from ragline.models.local_engine import PROVIDER
-from ragline.models.retry import RetryPolicy, import_litellm, is_transient, wait_before_retry, with_retries
+from ragline.models.openai_stream import OpenAIStreamClient, serves_directly
+from ragline.models.retry import RetryPolicy, count_retry, import_litellm, is_transient, wait_before_retry, with_retries
 from ragline.models.think import Part as ChatDelta
 from ragline.models.think import ThinkSplitter
 
@@ -91,12 +94,16 @@ class ChatClient:
     """One chat model; construct once, call many times."""
 
     def __init__(self, model: str, api_base: str | None = None, api_key: str | None = None, timeout: float = defaults.CHAT_TIMEOUT_S,
-                 retry: RetryPolicy = RetryPolicy()) -> None:
+                 retry: RetryPolicy = RetryPolicy(), direct: bool | None = None) -> None:
+        """`direct`: read the provider with models/openai_stream.py (True), through litellm (False),
+        or whichever fits the model (None: direct for an OpenAI-compatible server)."""
         self.model = model
         self.api_base = api_base
         self.api_key = api_key
         self.timeout = timeout
         self.retry = retry
+        use_direct = serves_directly(model, api_base) if direct is None else direct
+        self._direct = OpenAIStreamClient(api_base or "", api_key, timeout) if use_direct and api_base else None
 
     def _kwargs(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
         return {
@@ -109,6 +116,10 @@ class ChatClient:
             "drop_params": True,  # a provider without seed/top_p support ignores them instead of failing
             **options.litellm_kwargs(),
         }
+
+    def _direct_body(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
+        """The request as litellm sends it to an OpenAI-compatible server: options passed as they are."""
+        return {"model": self.model.partition("/")[2], "messages": messages, **options.litellm_kwargs()}
 
     @property
     def is_local(self) -> bool:
@@ -127,6 +138,12 @@ class ChatClient:
             result = await local_engine.complete(messages, local_engine.completion_kwargs(options.litellm_kwargs()))
             choice = result["choices"][0]
             return choice["message"].get("content") or "", "", choice.get("finish_reason"), result.get("usage")
+        if self._direct is not None:
+            reply = await self._direct.complete(self._direct_body(messages, options))
+            choice = reply["choices"][0]
+            said = choice.get("message") or {}
+            reasoning = said.get("reasoning_content") or said.get("reasoning") or ""
+            return said.get("content") or "", reasoning, choice.get("finish_reason"), reply.get("usage")
         litellm = import_litellm()
         response = await litellm.acompletion(**self._kwargs(messages, options))
         choice = response.choices[0]
@@ -157,6 +174,14 @@ class ChatClient:
             yield "", choice.get("delta", {}).get("content") or "", choice.get("finish_reason"), None
 
     async def _remote_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
+        if self._direct is not None:
+            chunks = self._direct.stream(self._direct_body(messages, options))
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            finally:
+                await chunks.aclose()  # type: ignore[attr-defined]  # closes the provider's connection now
+            return
         litellm = import_litellm()
         response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **self._kwargs(messages, options))
         try:
@@ -184,10 +209,15 @@ class ChatClient:
             items = self._attempt(messages, options, progress)
             try:
                 async for item in items:
+                    if attempt and not progress.counted:  # a retry recovered once something went out
+                        progress.counted = True
+                        count_retry("chat", "recovered")
                     yield item
                 return
             except Exception as exc:
                 delay = None if progress.yielded or self.is_local else self.retry.delay_for(exc, attempt)
+                if attempt and not progress.counted:
+                    count_retry("chat", "gave_up" if delay is None else "retried_again")
                 if delay is None:
                     where = " mid-stream" if progress.started else ""
                     raise ChatModelError(f"chat model {self.model} failed{where}: {exc}",
@@ -219,8 +249,9 @@ class ChatClient:
                 finish_reason = finish_reason or chunk_finish  # the first end signal counts
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]  # a stopped answer frees the provider's stream now
-        if not self.is_local and not received and not usage:
-            # no text and no usage: a 200 that carried no stream data at all (a malformed reply), not an answer
+        if not self.is_local and not received and not usage and finish_reason is None:
+            # no text, no usage, no end: a 200 that carried no stream data at all (a malformed reply), not an answer
+            # (an end without text is an answer: a truncation before the first token)
             raise _EmptyStream(f"chat model {self.model} answered with no stream data")
         for part in splitter.flush():
             yield part
@@ -231,6 +262,7 @@ class ChatClient:
 class _StreamProgress:
     started: bool = False  # the provider sent a chunk
     yielded: bool = False  # a delta went out to the caller: from here on, never retry
+    counted: bool = False  # this attempt, a retry, was counted as recovered
 
 
 class _EmptyStream(ValueError):

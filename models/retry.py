@@ -10,11 +10,16 @@ What is retried: a 429 (after its Retry-After, when that is not too long), a 5xx
 dropped connection. What is not: other 4xx (the same request fails the same way), a timeout
 (the call already spent its whole budget; the caller degrades instead), and a malformed body
 (litellm reports it as a 500, but the provider answered 200: asking again rarely helps).
+
+Every retry is counted once, by the kind of model (chat, embedding, rerank) and its outcome:
+`recovered` (the retried call answered), `retried_again` (it failed and is tried once more),
+`gave_up` (it failed and the call fails). /metrics exposes the counts (api/metrics.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import email.utils
 import json
 import logging
@@ -30,6 +35,24 @@ from ragline import defaults
 T = TypeVar("T")
 log = logging.getLogger("ragline.models")
 _sleep = asyncio.sleep  # tests replace it to record the waits instead of sleeping
+KINDS = ("chat", "embedding", "rerank")
+OUTCOMES = ("recovered", "retried_again", "gave_up")
+_retries: collections.Counter[tuple[str, str]] = collections.Counter()  # process-wide: one provider, many apps
+
+
+def count_retry(kind: str, outcome: str) -> None:
+    """One retry ended: `outcome` is one of OUTCOMES."""
+    _retries[(kind, outcome)] += 1
+
+
+def retry_counts() -> dict[tuple[str, str], int]:
+    """Retries of this process so far by (kind, outcome), every pair of KINDS and OUTCOMES included."""
+    return {(kind, outcome): _retries[(kind, outcome)] for kind in KINDS for outcome in OUTCOMES} | dict(_retries)
+
+
+def kind_of(what: str) -> str:
+    """The kind of model a call names: callers describe it as '<kind> model <name>'."""
+    return what.split(" ", 1)[0]
 
 
 def import_litellm() -> ModuleType:
@@ -140,13 +163,19 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, wh
     attempt = 0
     while True:
         try:
-            return await call()
+            result = await call()
         except Exception as exc:
             delay = policy.delay_for(exc, attempt)
+            if attempt:
+                count_retry(kind_of(what), "gave_up" if delay is None else "retried_again")
             if delay is None:
                 raise
             await wait_before_retry(what, exc, attempt, delay)
             attempt += 1
+        else:
+            if attempt:
+                count_retry(kind_of(what), "recovered")
+            return result
 
 
 async def wait_before_retry(what: str, exc: BaseException, attempt: int, delay: float) -> None:

@@ -112,7 +112,11 @@ class Services:
     def retrieval(self) -> RetrievalStack:
         """The catalog, vector and keyword stores, embedders and hybrid searcher: files under data_dir, or
         Redis when redis_url is set (shared mode, see retrieval/stack.py)."""
-        return self._once("retrieval", lambda: self._with_image_recall(self.retrieval_factory() if self.retrieval_factory else self._open_retrieval()))
+        return self._once("retrieval", lambda: self._with_kb_hooks(self._with_image_recall(self.retrieval_factory() if self.retrieval_factory else self._open_retrieval())))
+
+    def _with_kb_hooks(self, stack: RetrievalStack) -> RetrievalStack:
+        stack.knowledge_bases.on_delete.append(lambda kb_id: self.wiki.forget(kb_id))  # a deleted base's wiki status goes too
+        return stack
 
     @property
     def graph_store(self) -> GraphStore:
@@ -127,8 +131,12 @@ class Services:
         from ragline.retrieval.config import RetrievalConfig
         from ragline.retrieval.stack import RetrievalStack
 
-        stack = RetrievalStack.build(self.settings.data_dir, self.embedder, RetrievalConfig.from_settings(self.settings))
-        stack.searcher.image_embedder = self.image_embedder  # image recall when a multimodal model is set
+        return RetrievalStack.build(self.settings.data_dir, self.embedder, RetrievalConfig.from_settings(self.settings))
+
+    def _with_image_recall(self, stack: RetrievalStack) -> RetrievalStack:
+        """Image recall when a multimodal model is set, also for a stack a host built itself."""
+        if stack.searcher.image_embedder is None:
+            stack.searcher.image_embedder = self.image_embedder
         return stack
 
     def _open_graph_store(self) -> GraphStore:
@@ -211,7 +219,9 @@ class Services:
 
         configured, timeout, retry = self.settings.chat_model, self.settings.chat_timeout_s, RetryPolicy.from_settings(self.settings)
         if model is None or model == configured:
-            return self._once("chat", lambda: ChatClient(configured, self.settings.chat_api_base, self.settings.chat_api_key, timeout, retry))
+            direct = None if self.settings.chat_direct else False
+            return self._once("chat", lambda: ChatClient(configured, self.settings.chat_api_base, self.settings.chat_api_key, timeout, retry,
+                                                         direct))
         if model == self.settings.vlm_model:  # the vision model that reads a question's images
             return ChatClient(model, self.settings.vlm_api_base, self.settings.vlm_api_key, timeout, retry)
         return ChatClient(model, timeout=timeout, retry=retry)

@@ -60,6 +60,7 @@ class Settings(BaseSettings, RetrievalFields):
     chat_model: str = Field(LOCAL_CHAT_MODEL, description="litellm model string for answers, e.g. openai/gpt-4o-mini, ollama/qwen2.5.")
     chat_api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible server for the chat model.")
     chat_api_key: str | None = Field(None, description="API key for the chat model (else the provider's own env var).")
+    chat_direct: bool = Field(True, description="Read an OpenAI-compatible server (openai/<model> with an api_base) directly, not through litellm: a small fraction of litellm's CPU per streamed chunk.")
     context_token_budget: int | None = Field(None, ge=0, description="Tokens of retrieved passages one answer may carry (0: no limit). Default: a small budget for the local model, none for remote models.")
     first_turn_intent: Literal["exemplars", "model"] = Field("exemplars", description="How a first-turn text question's intent is found: embedded exemplars (no model call; nothing to rewrite) or the rewrite call.")
     query_understand_model: str | None = Field(None, description="Optional small model for rewrite + intent; falls back to the chat model.")

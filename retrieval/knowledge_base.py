@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
+from collections.abc import Callable
 
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.errors import (
@@ -32,6 +33,7 @@ class KnowledgeBaseService:
         self.stores = stores
         self.embedding_model = embedding_model
         self.embedding_base_url = embedding_base_url
+        self.on_delete: builtins.list[Callable[[str], None]] = []  # what else keeps state per base (the wiki status in Redis)
 
     def create(
         self, name: str, tenant_id: str = "default", type: KnowledgeBaseType = KnowledgeBaseType.DOCUMENT,
@@ -110,6 +112,8 @@ class KnowledgeBaseService:
         await engines.vector.delete_kb(kb.id)
         await engines.vector.delete_image_spaces(kb.id)  # image vectors live beside the text rows, one space per image model
         await engines.keyword.delete_kb(kb.id)
+        for forget in self.on_delete:
+            forget(kb.id)
         self.catalog.delete_kb(kb.id)
 
     def _owned(self, kb_id: str, tenant_id: str) -> KnowledgeBase:

@@ -1,8 +1,13 @@
-"""Structured logs: one JSON object per line, carrying the request, session and message ids.
+"""Structured logs: one JSON object per line, carrying the request, session and message ids,
+and the OpenTelemetry trace and span ids when a span is active.
 
 The ids live in a context variable: the HTTP middleware sets the request id (the client's
 X-Request-ID, or a new one), a run sets its session and assistant message ids, and every log
-record made in that context carries them, including records of the tasks it starts.
+record made in that context carries them, including records of the tasks it starts. A record
+made under an active OpenTelemetry span (an embedding application's, or an instrumented
+server's) also carries that span's `trace_id` and `span_id`, so a log line leads to its trace;
+a traced turn binds its trace id as a log id (graph/tracing.py), since its spans are never made
+current.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +40,17 @@ def bind_log_ids(**ids: str) -> None:
     _IDS.set({**_IDS.get(), **{k: v for k, v in ids.items() if v}})
 
 
+def trace_ids() -> dict[str, str]:
+    """The active OpenTelemetry span's trace and span ids (hex, as trace backends show them), if any."""
+    trace = sys.modules.get("opentelemetry.trace")  # never imported here: untraced processes skip the import
+    if trace is None:
+        return {}
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -42,6 +59,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
             **_IDS.get(),
+            **trace_ids(),
         }
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

@@ -7,7 +7,10 @@ so pages are never written twice over and none is duplicated), and at most
 with the answers). A failure is logged at error level and kept in the base's status
 (`GET /api/v1/knowledge-bases/{id}/wiki`, `ragline kb wiki NAME`); the next change retries.
 With a shared Redis that status lives there (service/wiki_status.py): a replica answers for a
-rebuild a worker runs. Serialization is per process: two workers may rebuild one base at once.
+rebuild a worker runs. So does the lock that serializes a base's rebuilds across processes
+(service/wiki_lock.py): a process asked to rebuild while another holds it waits until a rebuild
+that started after its request finished, there or here, so no change goes without its pages.
+Deleting a base (`forget`) deletes its status and lock too.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ class WikiScheduler:
         self._catalog = catalog
         self._builder: WikiBuilder | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._dirty: set[str] = set()
+        self._wanted: dict[str, int] = {}  # per base, the number of this process's last request (see wiki_lock.py)
         self._statuses = statuses or LocalWikiStatuses()  # Redis in shared mode: any replica reads any rebuild
+        self._locks = self._statuses.locks()
         self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     @property
@@ -55,9 +59,9 @@ class WikiScheduler:
             self.schedule(kb.id)
 
     def schedule(self, kb_id: str) -> None:
-        """Start a background rebuild, or mark the running one to run again after it finishes."""
+        """Start a background rebuild, or have the running one run again after it finishes."""
+        self._wanted[kb_id] = self._locks.request(kb_id)
         if kb_id in self._tasks:
-            self._dirty.add(kb_id)
             return
         loop = asyncio.get_running_loop()
         token = self._statuses.start(kb_id)  # marked before the task runs: a status read right after sees it
@@ -82,6 +86,11 @@ class WikiScheduler:
             task.cancel()
         await asyncio.gather(*mine, return_exceptions=True)
 
+    def forget(self, kb_id: str) -> None:
+        """The base was deleted: its status and lock go (a rebuild running now stops recording)."""
+        self._statuses.forget(kb_id)
+        self._locks.forget(kb_id)
+
     def status(self, kb_id: str) -> WikiStatus:
         kb = self._catalog().get_kb(kb_id)
         last = self._statuses.last(kb_id) or WikiStatus(knowledge_base_id=kb_id, enabled=False)
@@ -92,17 +101,46 @@ class WikiScheduler:
         keeper = asyncio.create_task(self._statuses.keep(kb_id, token), name=f"wiki-mark:{kb_id}")
         try:
             while True:
-                self._dirty.discard(kb_id)
-                self._statuses.record(await self._rebuild_once(kb_id))
-                if kb_id not in self._dirty:
+                requested, done = self._locks.progress(kb_id)
+                # served by a rebuild that started after it (here or in another process), or the base was deleted
+                if done >= self._wanted[kb_id] or requested < self._wanted[kb_id]:
                     return
+                lock = self._locks.acquire(kb_id)
+                if lock is None:  # another process rebuilds: it may serve this request, or die and free the lock
+                    await asyncio.sleep(self._locks.poll_s)
+                    continue
+                await self._rebuild_locked(kb_id, lock)
         finally:
             keeper.cancel()
             self._tasks.pop(kb_id, None)
+            self._wanted.pop(kb_id, None)
             try:
                 self._statuses.stop(kb_id, token)
             except Exception as exc:  # the mark expires on its own; the rebuild's outcome is what matters
                 log.warning("could not clear the wiki rebuild mark of %s: %s", kb_id, exc)
+
+    async def _rebuild_locked(self, kb_id: str, lock: str) -> None:
+        """One rebuild while the lock is held and renewed. A holder that lost its lock (it expired,
+        or the base was deleted) records nothing: the process that took the lock over rebuilds."""
+        covered, _ = self._locks.progress(kb_id)  # read before the documents: these requests are served
+        holder = asyncio.create_task(self._locks.hold(kb_id, lock), name=f"wiki-lock:{kb_id}")
+        job = asyncio.create_task(self._rebuild_once(kb_id), name=f"wiki-rebuild:{kb_id}")
+        try:
+            await asyncio.wait({job, holder}, return_when=asyncio.FIRST_COMPLETED)
+            if not job.done() or not self._locks.finish(kb_id, lock, covered):
+                log.warning("the wiki rebuild of %s lost its lock (expired, or the base was deleted): not recorded", kb_id)
+                return
+            self._statuses.record(job.result())
+            if self._locks.progress(kb_id)[0] < covered:  # the base was deleted between the finish and the record
+                self.forget(kb_id)
+        finally:
+            job.cancel()
+            holder.cancel()
+            await asyncio.gather(job, holder, return_exceptions=True)
+            try:
+                self._locks.release(kb_id, lock)
+            except Exception as exc:  # the lock expires on its own
+                log.warning("could not release the wiki rebuild lock of %s: %s", kb_id, exc)
 
     async def _rebuild_once(self, kb_id: str) -> WikiStatus:
         base = WikiStatus(knowledge_base_id=kb_id, enabled=True, finished_at=None)

@@ -5,7 +5,8 @@ In shared mode a rebuild runs where its documents were ingested (usually a `ragl
 last rebuild's report (`ragline:wiki:last:<kb>`, JSON) and which processes are rebuilding now
 (`ragline:wiki:building:<kb>`, a sorted set of holder tokens scored by a deadline in Redis server
 time). A holder renews its deadline every third of WIKI_BUILDING_TTL_S; one that died stops
-counting when its deadline passes, so a base never shows "building" forever.
+counting when its deadline passes, so a base never shows "building" forever. Deleting the base
+deletes both (`forget`). Which process may rebuild a base now is decided beside them (wiki_lock.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from ragline import defaults
+from ragline.service.wiki_lock import LocalWikiLocks, RedisWikiLocks, WikiLocks
 
 if TYPE_CHECKING:
     import redis
@@ -71,6 +73,12 @@ class WikiStatuses(Protocol):
 
     def stop(self, kb_id: str, token: str) -> None: ...
 
+    def forget(self, kb_id: str) -> None: ...
+
+    def locks(self) -> WikiLocks:
+        """The rebuild locks that live where the status does (one process, or the shared Redis)."""
+        ...
+
 
 class LocalWikiStatuses:
     """This process's rebuilds only (embedded mode: one process owns the data directory)."""
@@ -99,6 +107,12 @@ class LocalWikiStatuses:
         self._running[kb_id] -= 1
         if self._running[kb_id] <= 0:
             del self._running[kb_id]
+
+    def forget(self, kb_id: str) -> None:
+        self._reports.pop(kb_id, None)
+
+    def locks(self) -> WikiLocks:
+        return LocalWikiLocks()
 
 
 class RedisWikiStatuses:
@@ -132,6 +146,12 @@ class RedisWikiStatuses:
 
     def stop(self, kb_id: str, token: str) -> None:
         self.client.zrem(f"{BUILDING_PREFIX}{kb_id}", token)
+
+    def forget(self, kb_id: str) -> None:
+        self.client.delete(f"{LAST_PREFIX}{kb_id}", f"{BUILDING_PREFIX}{kb_id}")
+
+    def locks(self) -> WikiLocks:
+        return RedisWikiLocks(self.client, self.ttl_s)
 
 
 def open_wiki_statuses(client: redis.Redis | None) -> WikiStatuses:

@@ -12,7 +12,6 @@ import asyncio
 
 import pytest
 
-from ragline.models import retry
 from ragline.models.chat import ChatClient, ChatModelError, StreamEnd
 from ragline.models.embeddings import Embedder, EmbeddingError
 from ragline.models.rerank import Reranker, RerankError
@@ -24,20 +23,16 @@ HANG_GUARD_S = 20  # a test that waits this long found a hang, not a slow provid
 QUESTION = [{"role": "user", "content": "q"}]
 
 
-@pytest.fixture
-def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The backoff waits the clients asked for (recorded instead of slept)."""
-    recorded: list[float] = []
 
-    async def record(seconds: float) -> None:
-        recorded.append(seconds)
-
-    monkeypatch.setattr(retry, "_sleep", record)
-    return recorded
+@pytest.fixture(params=[True, False], ids=["direct", "litellm"])
+def chat_path(request: pytest.FixtureRequest) -> bool:
+    """Both ways to an OpenAI-compatible server keep the same promises: models/openai_stream.py,
+    and litellm (which every other provider goes through)."""
+    return request.param
 
 
-def _chat(server, timeout: float = 5.0) -> ChatClient:
-    return ChatClient("openai/scripted", server.base_url, "k", timeout=timeout, retry=POLICY)
+def _chat(server, timeout: float = 5.0, direct: bool | None = None) -> ChatClient:
+    return ChatClient("openai/scripted", server.base_url, "k", timeout=timeout, retry=POLICY, direct=direct)
 
 
 async def _streamed(client: ChatClient) -> tuple[str, list[object]]:
@@ -64,18 +59,18 @@ def test_backoff_doubles_from_the_base_within_jitter_and_is_capped():
 # --- chat ---
 
 
-async def test_chat_retries_a_429_after_its_retry_after_and_then_answers(scripted_model, waits):
+async def test_chat_retries_a_429_after_its_retry_after_and_then_answers(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply(status=429, headers={"Retry-After": "3"}), times=1)
     scripted_model.on(lambda b: True, Reply.text("after the wait"))
-    result = await _chat(scripted_model).chat(QUESTION)
+    result = await _chat(scripted_model, direct=chat_path).chat(QUESTION)
     assert result.content == "after the wait"
     assert len(scripted_model.requests) == 2 and waits == [3.0]
 
 
-async def test_chat_retries_a_5xx_with_exponential_backoff_then_gives_up(scripted_model, waits):
+async def test_chat_retries_a_5xx_with_exponential_backoff_then_gives_up(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply(status=503, error="overloaded"))
     with pytest.raises(ChatModelError, match="overloaded") as failure:
-        await _chat(scripted_model).chat(QUESTION)
+        await _chat(scripted_model, direct=chat_path).chat(QUESTION)
     assert failure.value.transient
     assert len(scripted_model.requests) == 3  # 1 + POLICY.retries: neither litellm nor the SDK retried as well
     assert len(waits) == 2 and 0.25 <= waits[0] <= 0.5 and 0.5 <= waits[1] <= 1.0
@@ -83,64 +78,64 @@ async def test_chat_retries_a_5xx_with_exponential_backoff_then_gives_up(scripte
 
 @pytest.mark.parametrize("reply", [Reply(status=400, error="bad request"), Reply(status=401, error="bad key"), Reply(raw="{not json")],
                          ids=["400", "401", "malformed JSON"])
-async def test_chat_never_retries_a_refusal_or_a_malformed_reply(scripted_model, waits, reply):
+async def test_chat_never_retries_a_refusal_or_a_malformed_reply(scripted_model, waits, reply, chat_path):
     scripted_model.on(lambda b: True, reply)
     with pytest.raises(ChatModelError) as failure:
-        await _chat(scripted_model).chat(QUESTION)
+        await _chat(scripted_model, direct=chat_path).chat(QUESTION)
     assert not failure.value.transient
     assert len(scripted_model.requests) == 1 and waits == []
 
 
-async def test_a_retry_after_beyond_the_limit_fails_at_once(scripted_model, waits):
+async def test_a_retry_after_beyond_the_limit_fails_at_once(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply(status=429, headers={"Retry-After": "120"}))
     with pytest.raises(ChatModelError):
-        await _chat(scripted_model).chat(QUESTION)
+        await _chat(scripted_model, direct=chat_path).chat(QUESTION)
     assert len(scripted_model.requests) == 1 and waits == []
 
 
-async def test_a_chat_timeout_fails_once_without_retry(scripted_model, waits):
+async def test_a_chat_timeout_fails_once_without_retry(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply.text("too late", delay=3))
     with pytest.raises(ChatModelError, match="(?i)timed out"):
-        await asyncio.wait_for(_chat(scripted_model, timeout=0.3).chat(QUESTION), HANG_GUARD_S)
+        await asyncio.wait_for(_chat(scripted_model, timeout=0.3, direct=chat_path).chat(QUESTION), HANG_GUARD_S)
     assert len(scripted_model.requests) == 1 and waits == []
 
 
-async def test_a_refused_connection_is_retried(waits):
-    client = ChatClient("openai/scripted", f"http://127.0.0.1:{_free_port()}/v1", "k", timeout=2, retry=POLICY)
+async def test_a_refused_connection_is_retried(waits, chat_path):
+    client = ChatClient("openai/scripted", f"http://127.0.0.1:{_free_port()}/v1", "k", timeout=2, retry=POLICY, direct=chat_path)
     with pytest.raises(ChatModelError) as failure:
         await client.chat(QUESTION)
     assert failure.value.transient and len(waits) == 2
 
 
-async def test_a_stream_refused_with_503_is_opened_again_before_any_token(scripted_model, waits):
+async def test_a_stream_refused_with_503_is_opened_again_before_any_token(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply(status=503), times=1)
     scripted_model.on(lambda b: True, Reply.text("second time lucky"))
-    text, seen = await _streamed(_chat(scripted_model))
+    text, seen = await _streamed(_chat(scripted_model, direct=chat_path))
     assert text == "second time lucky" and isinstance(seen[-1], StreamEnd)
     assert len(scripted_model.requests) == 2 and len(waits) == 1
 
 
-async def test_a_stream_cut_before_its_first_token_is_opened_again(scripted_model, waits):
+async def test_a_stream_cut_before_its_first_token_is_opened_again(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply(chunks=["never", " shown"], cut_after=0), times=1)
     scripted_model.on(lambda b: True, Reply.text("whole answer"))
-    text, _ = await _streamed(_chat(scripted_model))
+    text, _ = await _streamed(_chat(scripted_model, direct=chat_path))
     assert text == "whole answer" and len(scripted_model.requests) == 2
 
 
-async def test_a_stream_cut_after_tokens_went_out_is_never_retried(scripted_model, waits):
+async def test_a_stream_cut_after_tokens_went_out_is_never_retried(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply(chunks=["Paris ", "is ", "the ", "capital."], cut_after=2))
     seen: list[str] = []
     with pytest.raises(ChatModelError, match="mid-stream") as failure:
-        async for item in _chat(scripted_model).stream(QUESTION):
+        async for item in _chat(scripted_model, direct=chat_path).stream(QUESTION):
             seen.append(getattr(item, "text", ""))
     assert "".join(seen) == "Paris is " and not failure.value.transient
     assert len(scripted_model.requests) == 1 and waits == []
 
 
-async def test_a_stalled_stream_ends_in_an_error_after_the_timeout(scripted_model, waits):
+async def test_a_stalled_stream_ends_in_an_error_after_the_timeout(scripted_model, waits, chat_path):
     scripted_model.on(lambda b: True, Reply(chunks=["first", " stalls"], chunk_delay=3))
     with pytest.raises(ChatModelError, match="mid-stream"):
-        await _streamed(_chat(scripted_model, timeout=0.3))
+        await _streamed(_chat(scripted_model, timeout=0.3, direct=chat_path))
     assert len(scripted_model.requests) == 1 and waits == []
 
 

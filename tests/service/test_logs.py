@@ -36,3 +36,58 @@ async def test_records_carry_the_ids_of_their_request_and_of_the_run_task_it_sta
     assert lines[0] | {"time": ""} == {"time": "", "level": "info", "logger": "ragline.test_logs", "message": "request", "request_id": "r1"}
     assert (lines[1]["request_id"], lines[1]["session_id"], lines[1]["message_id"]) == ("r1", "s1", "m1")
     assert "request_id" not in lines[2] and "session_id" not in lines[2]
+
+
+def test_a_record_under_an_active_span_carries_its_trace_and_span_ids():
+    from opentelemetry.sdk.trace import TracerProvider
+
+    logger, out = _logger()
+    tracer = TracerProvider().get_tracer("test")
+    with tracer.start_as_current_span("work") as span:
+        logger.info("inside")
+    logger.info("after")
+    inside, after = (json.loads(line) for line in out.getvalue().splitlines())
+    context = span.get_span_context()
+    assert (inside["trace_id"], inside["span_id"]) == (f"{context.trace_id:032x}", f"{context.span_id:016x}")
+    assert "trace_id" not in after and "span_id" not in after
+
+
+async def test_records_of_a_traced_turn_carry_the_turn_s_trace_id(scripted_model, monkeypatch):
+    """A retry logged inside the answer stage names the trace that Langfuse shows for the turn."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragline.checkpoints.savers import memory_saver
+    from ragline.graph import tracing
+    from ragline.graph.context import RunContext
+    from ragline.graph.graphs import build_graph
+    from ragline.graph.request import PipelineRequest
+    from ragline.graph.turn import stream_turn
+    from ragline.models import retry
+    from ragline.services import Services
+    from tests.scripted_model import Reply
+
+    async def no_wait(_seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(retry, "_sleep", no_wait)
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter())
+    monkeypatch.setattr(logging.getLogger("ragline.models"), "handlers", [handler])
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    tracing.enable(provider)
+    scripted_model.on(lambda b: True, Reply(status=503), times=1)
+    scripted_model.on(lambda b: True, Reply.text("Traced."))
+    try:
+        context = RunContext(session_id="s-log", request_id="r-log", assistant_message_id="m-log", services=Services())
+        request = PipelineRequest(query="hi", rewrite_enabled=False)
+        [_ async for _ in stream_turn(build_graph("chat_stream", checkpointer=memory_saver()), request, context)]
+    finally:
+        tracing.disable()
+    [turn] = [s for s in spans.get_finished_spans() if s.name == "ragline.turn"]
+    [retried] = [json.loads(line) for line in out.getvalue().splitlines() if "retry 1" in line]
+    assert retried["trace_id"] == f"{turn.context.trace_id:032x}"

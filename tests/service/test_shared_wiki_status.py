@@ -6,37 +6,17 @@ died mid-rebuild stops showing "building" once its mark expires."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
-import pytest
 from redis import Redis
 
 from ragline.service.wiki_status import RedisWikiStatuses, WikiStatus
-from ragline.services import Services
-from tests.api.live import memory_settings
 from tests.api.test_wiki_api import AURORA_PAGE, PAIRING, is_wiki_prompt
 from tests.redis_server import RedisServer
 from tests.scripted_model import Reply, ScriptedModel
 
 
-@pytest.fixture
-async def replicas(redis_server: RedisServer, scripted_model: ScriptedModel, embedder, tmp_path: Path) -> AsyncIterator[Callable[[str], Services]]:
-    redis_server.flush()
-    made: list[Services] = []
-
-    def replica(name: str) -> Services:
-        settings = memory_settings(scripted_model, data_dir=tmp_path / name, redis_url=redis_server.url)
-        made.append(Services(settings, embedder_factory=lambda: embedder))
-        return made[-1]
-
-    yield replica
-    for services in made:
-        await services.aclose()
-
-
-async def test_a_rebuild_on_one_replica_is_building_then_reported_on_another(replicas, scripted_model: ScriptedModel):
-    a, b = replicas("a"), replicas("b")
+async def test_a_rebuild_on_one_replica_is_building_then_reported_on_another(wiki_replicas, scripted_model: ScriptedModel):
+    a, b = wiki_replicas("a"), wiki_replicas("b")
     kb = a.retrieval.knowledge_bases.create("shared-wiki", wiki_enabled=True)
     assert b.wiki.status(kb.id).state == "idle"
     scripted_model.on(is_wiki_prompt, Reply.text(AURORA_PAGE, delay=1.0))  # the page is still being written when B looks

@@ -1,0 +1,236 @@
+"""OpenAI-compatible chat completions read straight off the wire (httpx, orjson), without litellm.
+
+Why: relaying many streams, litellm's per-chunk work (pydantic objects, cost and usage
+bookkeeping, logging callbacks in threads) was ~70% of a server's CPU. A self-hosted
+OpenAI-compatible server (vLLM, llama.cpp server, Ollama's /v1, LM Studio, the test suite's
+scripted model) takes the request as sent, so nothing is lost by skipping litellm for it: Ragline
+reads `data:` lines and parses each with orjson. OpenAI's own models (gpt-*, o*) keep going
+through litellm, which maps their per-model parameters (max_completion_tokens, dropped
+temperature); so do all other providers.
+
+Errors keep the meaning models/retry.py gives them: an HTTP status travels as
+`ProviderStatusError.status_code` with the response's headers (Retry-After), a dropped
+connection as httpx's transport error, a timeout (also the longest silence inside a stream) as a
+TimeoutError, a malformed chunk as a JSONDecodeError. A stream that ends with neither a finish
+reason nor [DONE] was cut short: `StreamCut`, a ConnectionError, like a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+
+try:
+    import orjson
+
+    _loads: Callable[[bytes], Any] = orjson.loads  # raises orjson.JSONDecodeError, a json.JSONDecodeError
+except ImportError:  # pragma: no cover - orjson is optional
+    _loads = json.loads
+
+OPENAI_FAMILIES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-")  # OpenAI's models: litellm maps their parameters
+KEEPALIVE_S = 2.0  # idle pooled connections close well before a server's usual 5 s idle timeout would, mid-request
+ERROR_BODY_MAX = 64 * 1024  # an error reply is read for its message, never whole
+EVENT_MAX = 1024 * 1024  # one stream event (a chunk is a few hundred bytes): beyond this the provider is broken or hostile
+DONE = b"[DONE]"
+
+Chunk = tuple[str, str, str | None, dict[str, Any] | None]  # reasoning, content, finish reason, usage (as in models/chat.py)
+
+
+def serves_directly(model: str, api_base: str | None) -> bool:
+    """Whether `model` is an OpenAI-compatible server's model that this module can talk to."""
+    provider, _, name = model.partition("/")
+    return provider == "openai" and bool(api_base) and bool(name) and not name.lower().startswith(OPENAI_FAMILIES)
+
+
+class ProviderStatusError(RuntimeError):
+    """The provider answered with an HTTP error status (or put an error object in its stream)."""
+
+    def __init__(self, message: str, status_code: int | None, response: httpx.Response | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.response = response  # models/retry.py reads Retry-After from its headers
+
+
+class ProviderTimeout(TimeoutError):
+    """No connection, or no data, within the timeout."""
+
+
+class StreamCut(ConnectionError):
+    """The stream ended without a finish reason or [DONE]: the rest of the answer was lost."""
+
+
+class SSEDataParser:
+    """The `data` of each Server-Sent Event in bytes that arrive in arbitrary pieces.
+
+    Follows the SSE spec's line rules (CRLF, LF or CR ends a line; one optional space after the
+    colon; several data lines join with LF; a blank line dispatches; comments and other fields
+    are ignored), on bytes, so a multi-byte character split across reads is never decoded half.
+    """
+
+    def __init__(self) -> None:
+        self._rest = b""
+        self._data: list[bytes] = []
+        self._size = 0  # bytes in _data
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        buffer = self._rest + chunk
+        lines = buffer.splitlines(keepends=True)
+        # the last line is still open without its ending; a lone CR may yet be the first half of CRLF
+        if lines and (not lines[-1].endswith((b"\n", b"\r")) or lines[-1].endswith(b"\r") and not lines[-1].endswith(b"\r\n")):
+            self._rest = lines.pop()
+        else:
+            self._rest = b""
+        if len(self._rest) > EVENT_MAX:
+            raise ValueError(f"a stream line longer than {EVENT_MAX} bytes")  # malformed: never kept growing
+        return self._lines(lines)
+
+    def close(self) -> list[bytes]:
+        """Events completed by a final CR; an event without its blank line is dropped, as the spec says."""
+        rest, self._rest = self._rest, b""
+        events = self._lines([rest]) if rest.endswith(b"\r") else []
+        self._data, self._size = [], 0
+        return events
+
+    def _lines(self, lines: list[bytes]) -> list[bytes]:
+        events: list[bytes] = []
+        for raw in lines:
+            line = raw.rstrip(b"\r\n") if raw.endswith(b"\n") else raw.rstrip(b"\r")
+            if not line:
+                if self._data:
+                    events.append(b"\n".join(self._data))
+                    self._data, self._size = [], 0
+                continue
+            if line.startswith(b"data"):
+                field, _, value = line.partition(b":")
+                if field == b"data":
+                    self._data.append(value[1:] if value.startswith(b" ") else value)
+                    self._size += len(value) + 1
+                    if self._size > EVENT_MAX:  # data lines that no blank line ends
+                        raise ValueError(f"a stream event longer than {EVENT_MAX} bytes")
+        return events
+
+
+def parse_chunk(payload: bytes) -> Chunk:
+    """One `chat.completion.chunk` event as (reasoning, content, finish reason, usage)."""
+    body = _loads(payload)
+    if not isinstance(body, dict):
+        raise json.JSONDecodeError("a stream chunk is not a JSON object", payload.decode("utf-8", "replace"), 0)
+    if body.get("error") is not None:  # vLLM and others report a failure inside the stream
+        raise _error_from_body(body, None)
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
+    choices = body.get("choices") or []
+    if not choices:
+        return "", "", None, usage
+    choice = choices[0]
+    delta = choice.get("delta") or {}
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""  # `reasoning` on vLLM >= 0.10 and OpenRouter
+    content = delta.get("content") or ""
+    if not isinstance(reasoning, str) or not isinstance(content, str):
+        raise json.JSONDecodeError(f"a delta that is not text: {str(delta)[:200]}", "", 0)
+    return reasoning, content, choice.get("finish_reason"), usage
+
+
+def _error_from_body(body: Any, response: httpx.Response | None) -> ProviderStatusError:
+    status = response.status_code if response is not None else None
+    error = body.get("error") if isinstance(body, dict) else None
+    message = (error.get("message") if isinstance(error, dict) else error) or body
+    code = error.get("code") if isinstance(error, dict) else None
+    if status is None and isinstance(code, int):
+        status = code
+    prefix = f"HTTP {status}: " if status is not None else ""
+    return ProviderStatusError(f"{prefix}{str(message)[:500]}", status, response)
+
+
+async def _raise_for_status(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    body = b""
+    async for piece in response.aiter_bytes():
+        body += piece
+        if len(body) >= ERROR_BODY_MAX:
+            break
+    try:
+        parsed: Any = _loads(body)
+    except ValueError:
+        parsed = {"error": body.decode("utf-8", "replace")[:500] or response.reason_phrase}
+    raise _error_from_body(parsed, response)
+
+
+class _Seen:
+    """What a stream delivered so far: whether it ended properly or was cut."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.ended = False
+
+    def chunk(self, payload: bytes) -> Chunk:
+        chunk = parse_chunk(payload)
+        self.events += 1
+        self.ended = self.ended or chunk[2] is not None
+        return chunk
+
+
+class OpenAIStreamClient:
+    """Chat completions of one OpenAI-compatible server; one connection pool per event loop."""
+
+    def __init__(self, api_base: str, api_key: str | None, timeout: float) -> None:
+        self.url = api_base.rstrip("/") + "/chat/completions"
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.timeout = timeout
+        # a pool is bound to the loop that opened its sockets (tests and CLI runs use several loops)
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+
+    def _client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            # no cap on connections: every concurrent answer is one stream; a cap would queue answers
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=KEEPALIVE_S)
+            client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(self.timeout), headers=self.headers)
+            self._clients[loop] = client
+        return client
+
+    def _timeout(self, exc: httpx.TimeoutException) -> ProviderTimeout:
+        phase = "connecting" if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout) else "waiting for data"
+        return ProviderTimeout(f"timed out after {self.timeout:g} s {phase}: {type(exc).__name__}")
+
+    async def stream(self, body: dict[str, Any]) -> AsyncIterator[Chunk]:
+        """The chunks of one streamed completion; closing the iterator closes the connection."""
+        request = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        parser, seen = SSEDataParser(), _Seen()
+        try:
+            async with self._client().stream("POST", self.url, json=request) as response:
+                await _raise_for_status(response)
+                async for piece in response.aiter_bytes():  # decoded: a proxy may gzip the stream
+                    for payload in parser.feed(piece):
+                        if payload == DONE:
+                            return  # leaving the block closes the response (and its connection, if unread)
+                        yield seen.chunk(payload)
+                for payload in parser.close():
+                    if payload == DONE:
+                        return
+                    yield seen.chunk(payload)
+        except httpx.TimeoutException as exc:
+            raise self._timeout(exc) from exc
+        # a whole body without a single event is a malformed reply, not a cut (models/chat.py says so)
+        if seen.events and not seen.ended:
+            raise StreamCut("the stream ended without a finish reason or [DONE]")
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One completion, not streamed: the reply's JSON object."""
+        try:
+            response = await self._client().post(self.url, json={**body, "stream": False})
+        except httpx.TimeoutException as exc:
+            raise self._timeout(exc) from exc
+        await _raise_for_status(response)
+        reply = _loads(response.content)
+        if not isinstance(reply, dict) or not reply.get("choices"):
+            raise json.JSONDecodeError("a completion without choices", response.text[:200], 0)
+        return reply
