@@ -1,0 +1,405 @@
+"""Ingestion under chat load (issue 12): do chat answers wait behind ingestion jobs?
+
+A shared deployment on this machine: one Redis 8 (search and JSON modules from PyPI, started as the
+tests start it), one `ragline serve` that answers chat and accepts uploads but runs no jobs
+(RAGLINE_SERVE_RUNS_JOBS=false), and W `ragline worker` processes that run the jobs. 20 chat
+streams each ask knowledge-chat questions (Cranfield queries, rewrite off) on a small knowledge
+base, one after another with --think-s between turns, in three phases:
+
+1. baseline: no ingestion, for --baseline-s seconds;
+2. 1 worker ingests N documents (Cranfield abstracts as text documents, recycled with new sources
+   past the 1,400 there are) into a fresh knowledge base, posted at once (202 each);
+3. the same with 2 workers, into another fresh knowledge base.
+
+Measured per turn: first event (POST sent -> first SSE event) and first answer token (-> first
+`answer` event: retrieval, context and the model's first token are behind it). A loaded phase counts
+the turns that started after its first upload and ended before its last job did. Ingestion
+throughput: documents (and their chunks) from the first upload's job creation to the last job's
+end, over the jobs' own timestamps.
+
+The model process (this file with --model) is the test suite's scripted OpenAI-compatible server:
+chat answers of --tokens tokens at --rate tokens/s, and embeddings that are 384-dimensional
+pseudo-random unit vectors (seeded by the text, so equal texts embed equally). The embedding call
+is a real HTTP round trip through litellm, but no model computes: the local multilingual-e5-small
+embeds 3 to 5 passages/s on these 2 cores (benchmarks/retrieval_latency.py prints it), which would
+make ingestion throughput the model's and nothing else's. The figures are therefore ingestion
+without embedding compute, the same substitution retrieval_latency.py makes.
+
+Every process here shares the machine's cores (and, on a shared machine, other people's work):
+workers that take a core from `ragline serve` show up in the chat latencies, so repeat a run before
+trusting a ratio. --worker-nice N starts the workers under `nice -n N`.
+
+    python benchmarks/ingest_under_load.py [--documents 2000] [--streams 20] [--baseline-s 60]
+                                           [--think-s 1] [--tokens 20] [--rate 50] [--workers 1,2]
+                                           [--worker-nice 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import redis
+from harness import ROOT, percentile, scripted_env
+
+from tests.api.live import ProcessServer, frames
+from tests.redis_server import RedisServer, missing_reason
+from tests.scripted_model import Reply, ScriptedModel
+
+V1 = "/api/v1"
+CRANFIELD = ROOT.parent / "shared" / "data" / "eval" / "cranfield"
+DIM = 384
+CHAT_DOCUMENTS = 200  # abstracts in the knowledge base the chat streams ask
+POST_CONCURRENCY = 8  # uploads in flight at once: the client posts the N documents as fast as serve accepts them
+
+
+# --- the model process ---
+
+
+def pseudo_vector(text: str) -> list[float]:
+    """A unit vector of DIM dimensions that depends only on the text (no model: see the module docstring)."""
+    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+    vector = np.random.default_rng(seed).standard_normal(DIM)
+    return (vector / np.linalg.norm(vector)).tolist()
+
+
+def serve_model(tokens: int, rate: float) -> None:
+    model = ScriptedModel()
+    model.default = Reply.text(" ".join(f"word{i}" for i in range(tokens)), chunk_delay=1 / rate)
+    model.on_embedding(Reply(vectors=pseudo_vector))
+    model.start()
+    print(model.base_url, flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def start_model(tokens: int, rate: float) -> tuple[subprocess.Popen[str], str]:
+    """The model in its own process (its pacing must not share a GIL with the measuring client)."""
+    process = subprocess.Popen([sys.executable, __file__, "--model", "--tokens", str(tokens), "--rate", str(rate)],
+                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    if not url.startswith("http"):
+        process.kill()
+        raise RuntimeError("the model process did not start")
+    return process, url
+
+
+# --- the deployment ---
+
+
+class Deployment:
+    """Redis, the model, one `ragline serve` and the workers of the current phase; stopped in reverse order."""
+
+    def __init__(self, args: argparse.Namespace, root: Path) -> None:
+        self.root = root
+        self.redis = RedisServer().start()
+        self.client = redis.Redis.from_url(self.redis.url)
+        self.model, model_url = start_model(args.tokens, args.rate)
+        self.env = {
+            **scripted_env(model_url), "RAGLINE_REDIS_URL": self.redis.url,
+            "RAGLINE_EMBEDDING_MODEL": "openai/scripted-embed", "RAGLINE_EMBEDDING_API_BASE": model_url,
+            "RAGLINE_EMBEDDING_API_KEY": "k", "RAGLINE_SERVE_RUNS_JOBS": "false",
+            "RAGLINE_RATE_LIMIT_PER_MINUTE": "0",  # the client posts N uploads at once: not what a key limit is for
+        }
+        self.server = ProcessServer(self.data_env("serve"), log=root / "serve.log").start(timeout=180)
+        self.workers: list[subprocess.Popen[bytes]] = []
+        # `nice -n N` execs the worker (same pid): ingestion yields the CPU to chat when both want it
+        self.worker_prefix = ["nice", "-n", str(args.worker_nice)] if args.worker_nice else []
+
+    def data_env(self, name: str) -> dict[str, str]:
+        data_dir = self.root / f"data-{name}"
+        data_dir.mkdir(exist_ok=True)
+        return {**self.env, "RAGLINE_DATA_DIR": str(data_dir)}
+
+    def start_workers(self, count: int, timeout_s: float = 180) -> None:
+        """`count` workers, returned once each serves the queue: a phase's clock must not count their start-up."""
+        before = self.registered_workers()
+        for _ in range(count):
+            name = f"worker-{len(self.workers)}"
+            with open(self.root / f"{name}.log", "ab") as log:
+                command = [*self.worker_prefix, sys.executable, "-m", "ragline", "worker", "--log-level", "warning"]
+                env = {**os.environ, **self.data_env(name)}
+                self.workers.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log))
+        deadline = time.monotonic() + timeout_s
+        while len(self.registered_workers() - before) < count:
+            if time.monotonic() > deadline or any(w.poll() is not None for w in self.workers):
+                raise RuntimeError(f"the workers did not start (logs under {self.root})")
+            time.sleep(0.2)
+
+    def registered_workers(self) -> set[str]:
+        # saq writes one worker_info key per worker when it starts serving (and refreshes it): the
+        # only outside sign that a worker's imports and connections are done
+        return {key.decode() for key in self.client.scan_iter("saq:*:worker_info:*")}
+
+    def stop_workers(self) -> None:
+        for worker in self.workers:
+            worker.terminate()
+        for worker in self.workers:
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+        self.workers = []
+
+    def stop(self) -> None:
+        self.stop_workers()
+        self.server.stop()
+        self.model.kill()
+        self.model.wait()
+        self.client.close()
+        self.redis.stop()
+
+
+# --- documents and jobs ---
+
+
+def abstracts() -> list[tuple[str, str]]:
+    with (CRANFIELD / "corpus.jsonl").open(encoding="utf-8") as fh:
+        return [(row["title"], row["text"]) for row in map(json.loads, fh) if row["text"].strip()]  # a few are empty
+
+
+def questions() -> list[str]:
+    with (CRANFIELD / "queries.jsonl").open(encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+async def new_kb(client: httpx.AsyncClient, name: str) -> str:
+    response = await client.post(f"{V1}/knowledge-bases", json={"name": name})
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
+async def post_documents(client: httpx.AsyncClient, kb: str, count: int, corpus: list[tuple[str, str]]) -> list[str]:
+    """Job URLs of `count` text documents posted with POST_CONCURRENCY in flight, in order."""
+    gate = asyncio.Semaphore(POST_CONCURRENCY)
+
+    async def post(i: int) -> str:
+        title, text = corpus[i % len(corpus)]
+        async with gate:
+            response = await client.post(f"{V1}/knowledge-bases/{kb}/documents/text",
+                                         json={"text": text, "title": title, "source": f"cranfield:{i}"})
+        if response.status_code != 202:
+            raise RuntimeError(f"upload {i}: HTTP {response.status_code} {response.text[:200]}")
+        return str(response.headers["location"])
+
+    return list(await asyncio.gather(*(post(i) for i in range(count))))
+
+
+async def wait_jobs(client: httpx.AsyncClient, jobs: list[str], timeout_s: float) -> list[dict[str, Any]]:
+    """The final records of the jobs, polled in order (each one at most every half second); past
+    `timeout_s`, the records as they are: a job that never ends must end the phase, not the run."""
+    records: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    for url in jobs:
+        while True:
+            record = (await client.get(url)).json()
+            if record["state"] in ("done", "failed", "canceled") or time.monotonic() > deadline:
+                records.append(record)
+                break
+            await asyncio.sleep(0.5)
+    return records
+
+
+@dataclass
+class Throughput:
+    documents: int
+    chunks: int
+    not_done: int  # failed, canceled, or still running when the phase timed out
+    seconds: float
+    window: tuple[float, float]  # wall clock: first job created, last job ended
+
+    @classmethod
+    def of(cls, records: list[dict[str, Any]]) -> Throughput:
+        done = [r for r in records if r["state"] == "done"]
+        start, end = min(r["created_at"] for r in records), max(r["updated_at"] for r in records)
+        return cls(len(done), sum(r["document"]["chunk_count"] for r in done), len(records) - len(done),
+                   end - start, (start, end))
+
+
+# --- the chat streams ---
+
+
+@dataclass
+class Turn:
+    asked: float  # wall clock, as the jobs' timestamps
+    first_event: float | None = None
+    first_type: str = ""  # what the first event was (the turn's agent_query, as the pipeline is today)
+    first_answer: float | None = None
+    ended: float | None = None
+    error: str | None = None
+
+
+async def ask(client: httpx.AsyncClient, session: str, body: dict[str, Any]) -> Turn:
+    turn = Turn(time.time())
+    try:
+        async with client.stream("POST", f"{V1}/sessions/{session}/knowledge-chat", json=body) as response:
+            if response.status_code != 200:
+                turn.error = f"HTTP {response.status_code}"
+                return turn
+            async for frame in frames(response):
+                now = time.time()
+                if turn.first_event is None:
+                    turn.first_event, turn.first_type = now, frame.type
+                if frame.type == "answer" and frame.event.get("content"):
+                    turn.first_answer = turn.first_answer or now
+                if frame.type == "error":
+                    turn.error = str(frame.event.get("content", "error event"))[:200]
+        turn.ended = time.time()
+    except (httpx.HTTPError, OSError) as exc:
+        turn.error = f"{type(exc).__name__}: {exc}"[:200]
+    return turn
+
+
+async def chat_stream(client: httpx.AsyncClient, kb: str, queries: list[str], offset: int, think_s: float,
+                      stop: asyncio.Event, turns: list[Turn]) -> None:
+    """One user: a session, then a question, its whole answer, a pause, the next question, until `stop`."""
+    created = await client.post(f"{V1}/sessions", json={"title": f"load {offset}"})
+    created.raise_for_status()
+    session, asked = created.json()["id"], 0
+    while not stop.is_set():
+        query = queries[(offset + asked) % len(queries)]
+        turns.append(await ask(client, session, {"query": query, "knowledge_base_ids": [kb], "rewrite_enabled": False}))
+        asked += 1
+        try:
+            await asyncio.wait_for(stop.wait(), think_s)
+        except TimeoutError:
+            pass
+
+
+@dataclass
+class Phase:
+    name: str
+    workers: int
+    turns: list[Turn]
+    throughput: Throughput | None = None
+
+    def counted(self) -> list[Turn]:
+        """Turns that ran whole inside the ingestion window (all of them for the baseline)."""
+        if self.throughput is None:
+            return self.turns
+        start, end = self.throughput.window
+        return [t for t in self.turns if t.asked >= start and t.ended is not None and t.ended <= end]
+
+
+# --- the run ---
+
+
+async def run(args: argparse.Namespace, deployment: Deployment) -> list[Phase]:
+    corpus, queries = abstracts(), questions()
+    limits = httpx.Limits(max_connections=args.streams + POST_CONCURRENCY + 10, keepalive_expiry=1.0)
+    async with httpx.AsyncClient(base_url=deployment.server.url, timeout=httpx.Timeout(120), limits=limits) as client:
+        chat_kb = await new_kb(client, "chat")
+        deployment.start_workers(1)
+        await wait_jobs(client, await post_documents(client, chat_kb, CHAT_DOCUMENTS, corpus), args.phase_timeout_s)
+        deployment.stop_workers()
+        print(f"chat knowledge base ready ({CHAT_DOCUMENTS} abstracts)", file=sys.stderr, flush=True)
+        await with_streams(client, chat_kb, queries, args, [], asyncio.sleep(args.warmup_s))  # not counted: first runs compile, connect
+        phases = [Phase("baseline", 0, [])]
+        await with_streams(client, chat_kb, queries, args, phases[0].turns, asyncio.sleep(args.baseline_s))
+        for workers in args.workers:
+            phase = Phase(f"ingesting, {workers} worker{'s' if workers > 1 else ''}", workers, [])
+            deployment.start_workers(workers)
+            kb = await new_kb(client, f"ingest-{workers}")
+            phase.throughput = await with_streams(client, chat_kb, queries, args, phase.turns,
+                                                  ingest(client, kb, args.documents, corpus, args.phase_timeout_s))
+            deployment.stop_workers()
+            phases.append(phase)
+            print(f"{phase.name}: {phase.throughput.documents} documents in {phase.throughput.seconds:.0f} s",
+                  file=sys.stderr, flush=True)
+    return phases
+
+
+async def ingest(client: httpx.AsyncClient, kb: str, count: int, corpus: list[tuple[str, str]], timeout_s: float) -> Throughput:
+    return Throughput.of(await wait_jobs(client, await post_documents(client, kb, count, corpus), timeout_s))
+
+
+async def with_streams(client: httpx.AsyncClient, kb: str, queries: list[str], args: argparse.Namespace,
+                       turns: list[Turn], work: Any) -> Any:
+    """Run `work` while args.streams chat streams ask questions; the streams stop when it is done."""
+    stop = asyncio.Event()
+    streams = [asyncio.create_task(chat_stream(client, kb, queries, i * 11, args.think_s, stop, turns))
+               for i in range(args.streams)]
+    try:
+        return await work
+    finally:
+        stop.set()
+        await asyncio.gather(*streams)
+
+
+def milliseconds(turns: list[Turn], field: str) -> tuple[float, float]:
+    values = [(getattr(t, field) - t.asked) * 1000 for t in turns if getattr(t, field) is not None]
+    return (percentile(values, 50), percentile(values, 95)) if values else (float("nan"), float("nan"))
+
+
+def report(phases: list[Phase], args: argparse.Namespace, load: tuple[float, float]) -> None:
+    base_p95 = milliseconds(phases[0].counted(), "first_event")[1]
+    first = Counter(t.first_type for phase in phases for t in phase.turns if t.first_type).most_common(1)
+    print(f"\nIngestion under chat load: {args.streams} knowledge-chat streams (think {args.think_s:g} s, answers of "
+          f"{args.tokens} tokens at {args.rate:g}/s), {args.documents} Cranfield text documents per loaded phase, "
+          f"workers at nice {args.worker_nice}; "
+          f"embeddings are pseudo-random 384-d vectors over HTTP (no model compute); {os.cpu_count()} cores shared "
+          f"with other work, load average {load[0]:.1f} before / {load[1]:.1f} after; the first event is "
+          f"`{first[0][0] if first else '-'}`\n")
+    print("| phase | turns (errors) | first event p50 / p95 ms | p95 vs baseline | first answer token p50 / p95 ms "
+          "| documents (not done) | chunks | seconds | documents/s | chunks/s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for phase in phases:
+        turns = phase.counted()
+        event, answer = milliseconds(turns, "first_event"), milliseconds(turns, "first_answer")
+        errors = sum(1 for t in turns if t.error)
+        t = phase.throughput
+        ingest = (f"{t.documents} ({t.not_done}) | {t.chunks} | {t.seconds:.1f} | {t.documents / t.seconds:.1f} | "
+                  f"{t.chunks / t.seconds:.1f}") if t else "- | - | - | - | -"
+        print(f"| {phase.name} | {len(turns)} ({errors}) | {event[0]:.0f} / {event[1]:.0f} | {event[1] / base_p95:.2f}x "
+              f"| {answer[0]:.0f} / {answer[1]:.0f} | {ingest} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--documents", type=int, default=2000, help="documents ingested in each loaded phase")
+    parser.add_argument("--streams", type=int, default=20, help="concurrent chat streams")
+    parser.add_argument("--baseline-s", type=float, default=60.0, help="seconds of chat without ingestion")
+    parser.add_argument("--warmup-s", type=float, default=10.0, help="seconds of chat before the baseline, not counted")
+    parser.add_argument("--think-s", type=float, default=1.0, help="pause of each stream between its turns")
+    parser.add_argument("--tokens", type=int, default=20, help="tokens per answer")
+    parser.add_argument("--rate", type=float, default=50.0, help="answer tokens per second")
+    parser.add_argument("--workers", default="1,2", help="worker counts, one loaded phase each")
+    parser.add_argument("--phase-timeout-s", type=float, default=900.0, help="longest wait for one phase's jobs")
+    parser.add_argument("--worker-nice", type=int, default=0, help="run the workers under `nice -n N` (0: as serve)")
+    parser.add_argument("--model", action="store_true", help=argparse.SUPPRESS)  # run as the model process
+    args = parser.parse_args()
+    if args.model:
+        serve_model(args.tokens, args.rate)
+        return 0
+    if (reason := missing_reason()) is not None:
+        print(f"needs Redis 8 with its modules: {reason}", file=sys.stderr)
+        return 2
+    args.workers = [int(w) for w in args.workers.split(",") if w]
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="ragline-ingest-load-") as tmp:
+        deployment = Deployment(args, Path(tmp))
+        try:
+            phases = asyncio.run(run(args, deployment))
+        finally:
+            deployment.stop()
+    report(phases, args, (load_before, os.getloadavg()[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
