@@ -9,6 +9,7 @@ builds its answer, so a chat-only turn (no into_chat_message) treats images the 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from ragline import prompts
@@ -41,11 +42,28 @@ def placeholder_values(state: PipelineState) -> dict[str, Any]:
     }
 
 
+# the seed's appendRetrievedImageOutputRequirement (code, not a template file): when the search
+# context holds Markdown images, the model may show them, and only them
+RETRIEVED_IMAGES_REQUIREMENT = (
+    "Some search results contain images in Markdown (![description](url)). When an image helps answer the question, show it "
+    "in your answer with exactly the Markdown and URL of the search result; never write an image URL that is not in the search results."
+)
+MARKDOWN_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\s]+[^)]*\)")
+
+
+def content_of(result: Any) -> str:
+    """A search result's text, whether a model or (from a checkpoint) a dict."""
+    content = result.get("content") if isinstance(result, dict) else getattr(result, "content", "")
+    return content if isinstance(content, str) else ""
+
+
 def system_prompt(state: PipelineState) -> str:
     """SystemPromptOverride (intent prompt) first, then the request's prompt, then system_prompt.yaml."""
     request = state["request"]
     template = state.get("system_prompt_override") or request.summary.prompt or prompts.get("system_prompt").text()
     rendered = prompts.render(template, **placeholder_values(state))
+    if any(MARKDOWN_IMAGE.search(content_of(result)) for result in state.get("merge_results", [])):
+        rendered += "\n\n" + RETRIEVED_IMAGES_REQUIREMENT
     memory = state.get("memory_prompt")
     return f"{rendered}\n\n{memory}" if memory else rendered
 
