@@ -52,6 +52,7 @@ class AppServices:
 async def open_services(settings: Settings, core: Services | None = None) -> AsyncIterator[AppServices]:
     keyring = KeyRing.from_settings(settings)
     core = core or Services.from_settings(settings)
+    core.start_warm_up()
     async with open_backend(settings) as backend:
         runs = RunManager(backend, core)
         await runs.start()

@@ -268,6 +268,29 @@ class Services:
 
     # --- lifecycle ---
 
+    def uses_litellm(self) -> bool:
+        """Whether a configured model is called through litellm (not the local engine nor the direct reader)."""
+        from ragline.models.local_engine import PROVIDER
+        from ragline.models.openai_stream import serves_directly
+
+        settings = self.settings
+        direct_chat = settings.chat_direct and serves_directly(settings.chat_model, settings.chat_api_base)
+        remote = [m for m in (settings.embedding_model, settings.rerank_model, settings.vlm_model, settings.image_embedding_model) if m]
+        return (not settings.chat_model.startswith(f"{PROVIDER}/") and not direct_chat) or any(
+            not model.startswith(f"{PROVIDER}/") for model in remote)
+
+    def start_warm_up(self) -> threading.Thread | None:
+        """Import litellm in a thread now when a configured model goes through it: the first import
+        takes seconds, and made on the event loop during a turn it would stall every stream of the
+        process (long enough for another replica to take a run over)."""
+        if not self.uses_litellm():
+            return None
+        from ragline.models.retry import import_litellm
+
+        thread = threading.Thread(target=import_litellm, name="ragline-import-litellm", daemon=True)
+        thread.start()
+        return thread
+
     async def aclose(self) -> None:
         """Close what was opened (the memory store's file, the graph store's and shared Redis' connections); stop wiki rebuilds."""
         wiki = self._lazies.get("wiki")

@@ -32,3 +32,35 @@ def test_without_a_multimodal_model_no_stack_gets_image_recall(tmp_path: Path):
     settings = settings_with_images(tmp_path, None)
     assert Services(settings, retrieval_factory=lambda: own_stack(settings)).retrieval.searcher.image_embedder is None
     assert Services(settings).retrieval.searcher.image_embedder is None
+
+
+WARM_UP = """
+import sys
+from ragline.services import Services
+from ragline.settings import Settings
+settings = Settings(**{key: value for key, value in (arg.split("=", 1) for arg in sys.argv[1:])})
+services = Services(settings)
+thread = services.start_warm_up()
+if thread is not None:
+    thread.join(120)
+print(services.uses_litellm(), "litellm" in sys.modules)
+"""
+
+
+def warm_up_in_a_fresh_process(tmp_path: Path, *settings: str) -> str:
+    """What a fresh process imported after the warm-up (this test process imported litellm long ago)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", WARM_UP, f"data_dir={tmp_path}", *settings], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_deployment_on_litellm_imports_it_at_start_up_off_the_event_loop(tmp_path: Path):
+    assert warm_up_in_a_fresh_process(tmp_path, "chat_model=deepseek/deepseek-chat") == "True True"
+
+
+def test_the_embedded_default_and_a_directly_read_server_never_import_litellm(tmp_path: Path):
+    assert warm_up_in_a_fresh_process(tmp_path) == "False False"
+    assert warm_up_in_a_fresh_process(tmp_path, "chat_model=openai/qwen", "chat_api_base=http://127.0.0.1:9/v1") == "False False"

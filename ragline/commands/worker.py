@@ -25,6 +25,7 @@ async def serve_jobs(settings: Settings) -> None:
     from ragline.services import Services
 
     services = Services.from_settings(settings)
+    services.start_warm_up()
     text = Redis(connection_pool=redis_pool(settings.redis_url or "", decode_responses=True))  # progress events
     streams = RedisStreamManager(text)
     client, _store, queue, runner = redis_jobs(settings, streams, services)
