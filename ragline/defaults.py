@@ -248,6 +248,7 @@ QUERY_EXPANSION_MIN_WORD_CHARS = 2  # shorter words (counted in characters) matc
 JOB_WORKERS = 1  # ingestion jobs one process runs at once: parsing, OCR and embedding share 2 cores with chat answers
 JOB_TIMEOUT_S = 3600  # one document's job at most (a 2,000-page PDF with OCR); then it fails instead of holding a slot
 JOB_HEARTBEAT_S = 30  # a running job touches its queue entry more often than this; silence means its worker died
+JOB_STALL_S = 600  # a job embedding or indexing without any progress this long is stuck: its heartbeat stops and another attempt runs
 JOB_SWEEP_S = 10  # how often a worker looks for jobs whose worker died (and retries them)
 JOB_RETRIES = 3  # attempts of one job across worker deaths; an error in the document itself is never retried
 JOB_TTL_S = 7 * 24 * 3600  # a job's status (and its unprocessed upload) is kept a week

@@ -140,6 +140,7 @@ class Settings(BaseSettings, RetrievalFields):
     serve_runs_jobs: bool = Field(True, description="With Redis, `ragline serve` also runs ingestion jobs, so uploads never wait for a worker that was not started; set false when dedicated `ragline worker`s do them and chat must not share a process with ingestion.")
     job_timeout_s: int = Field(defaults.JOB_TIMEOUT_S, ge=1, description="Longest one ingestion job may run before it fails.")
     job_heartbeat_s: int = Field(defaults.JOB_HEARTBEAT_S, ge=1, description="A running job that stays silent this long is taken to be on a dead worker and retried.")
+    job_stall_s: float = Field(defaults.JOB_STALL_S, gt=0, description="A job embedding or indexing without progress this long is taken for stuck: its heartbeat stops, and the queue retries it (the log shows where it waited).")
     job_sweep_s: int = Field(defaults.JOB_SWEEP_S, ge=1, description="How often workers look for jobs whose worker died.")
     job_retries: int = Field(defaults.JOB_RETRIES, ge=1, description="Attempts of one job across worker deaths.")
 

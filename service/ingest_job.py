@@ -59,6 +59,20 @@ def document_of(record: JobRecord, data: bytes) -> TextDocument:
     return TextDocument.parsed(parsed, record.title or parsed.title or Path(record.filename).stem, record.source)
 
 
+def awaiting(coro: object) -> list[str]:
+    """The chain of awaits a suspended coroutine is in, outermost first, down to what it waits on
+    (a task's own stack shows only its outermost frame)."""
+    lines: list[str] = []
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:  # a future, a task or a finished coroutine: what the chain waits on
+            lines.append(f"  waiting on {coro!r}"[:500])
+            break
+        lines.append(f'  File "{frame.f_code.co_filename}", line {frame.f_lineno}, in {frame.f_code.co_name}')
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return lines
+
+
 class _Progress:
     """Collects the ingestion's progress callbacks (called from any thread) for the reporter to publish."""
 
@@ -78,9 +92,10 @@ class IngestJob:
     """Runs jobs by id against one IngestionService, publishing each change of the record."""
 
     def __init__(self, store: JobStore, streams: StreamManager, ingestion: Callable[[], IngestionService],
-                 heartbeat_s: float = defaults.JOB_HEARTBEAT_S) -> None:
+                 heartbeat_s: float = defaults.JOB_HEARTBEAT_S, stall_s: float = defaults.JOB_STALL_S) -> None:
         self.store, self.streams = store, streams
         self.heartbeat_s = heartbeat_s  # the job's heartbeat is sent three times per period: one late touch is no death
+        self.stall_s = stall_s  # embedding or indexing without progress this long: the heartbeat stops, the queue retries
         self._ingestion = ingestion  # opens the stores on first use (in a thread: it opens Chroma)
 
     async def publish(self, record: JobRecord) -> JobRecord:
@@ -144,16 +159,29 @@ class IngestJob:
         A publish that finds the job canceled (from another process) cancels the work here.
         """
         shown = (record.phase, 0, 0)
-        touched = time.monotonic()
+        touched = moved = time.monotonic()
+        stalled = False
         while True:
             await asyncio.sleep(defaults.JOB_PROGRESS_S)
             now = (progress.phase(), progress.done, progress.total)
             if now != shown:
-                shown = now
+                shown, moved = now, time.monotonic()
                 stored = await self.publish(record.but(phase=now[0], done=now[1], total=now[2]))
                 if stored.state == JobState.CANCELED and job is not None:
                     job.cancel()
                     return
+            # parsing reports no progress (a long PDF may take minutes): only embedding and indexing are judged
+            if progress.total and not stalled and time.monotonic() - moved >= self.stall_s:
+                stalled = True
+                self._stalled(record, now[0], job, retried=touch is not None)
+                if touch is not None:
+                    return  # no more heartbeats: the queue's sweep takes the job for dead, aborts and retries it
             if touch is not None and time.monotonic() - touched >= self.heartbeat_s / 3:
                 touched = time.monotonic()
                 await touch()
+
+    def _stalled(self, record: JobRecord, phase: str, job: asyncio.Task | None, *, retried: bool) -> None:
+        """Log where the job waits: the one clue to a hang."""
+        then = "its heartbeat stops so that the queue retries it" if retried else "it goes on waiting"
+        log.error("ingestion job %s made no progress in %s for %.0f s (attempt %d); %s. It waits here:\n%s",
+                  record.id, phase, self.stall_s, record.attempts, then, "\n".join(awaiting(job.get_coro()) if job else []))

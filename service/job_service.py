@@ -70,7 +70,7 @@ def redis_jobs(settings: Settings, streams: StreamManager, services: Services) -
 
     client = Redis(connection_pool=redis_pool(settings.redis_url or ""))
     store = RedisJobStore(client)
-    runner = IngestJob(store, streams, lambda: services.ingestion, settings.job_heartbeat_s)
+    runner = IngestJob(store, streams, lambda: services.ingestion, settings.job_heartbeat_s, settings.job_stall_s)
     return client, store, RedisJobQueue(client, settings), runner
 
 
@@ -92,7 +92,7 @@ async def open_jobs(settings: Settings, streams: StreamManager, services: Servic
             await client.aclose()
         return
     local_store: JobStore = MemoryJobStore() if checkpointer_kind(settings) == "memory" else FileJobStore(settings.data_dir / "jobs")
-    runner = IngestJob(local_store, streams, lambda: services.ingestion, settings.job_heartbeat_s)
+    runner = IngestJob(local_store, streams, lambda: services.ingestion, settings.job_heartbeat_s, settings.job_stall_s)
     local_queue = LocalJobQueue(runner.run, settings.job_workers)
     for record in await local_store.unfinished():  # jobs a stopped or killed service left: run them again
         await local_queue.submit(record)

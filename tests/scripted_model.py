@@ -90,9 +90,9 @@ class ScriptedModel:
         """Answer requests matching predicate with reply (first matching rule wins)."""
         self.rules.append((predicate, reply, times))
 
-    def on_embedding(self, reply: Reply, times: int | None = None) -> None:
-        """Answer embedding requests with reply (status, headers, delay, raw and vectors apply)."""
-        self.embedding_rules.append((lambda _b: True, reply, times))
+    def on_embedding(self, reply: Reply, times: int | None = None, when: Predicate | None = None) -> None:
+        """Answer embedding requests (those `when` holds for) with reply (status, headers, delay, raw and vectors apply)."""
+        self.embedding_rules.append((when or (lambda _b: True), reply, times))
 
     def on_rerank(self, reply: Reply, times: int | None = None) -> None:
         """Answer rerank requests with reply (status, headers, delay, raw and scores apply)."""

@@ -203,6 +203,25 @@ async def test_a_job_whose_worker_dies_on_every_attempt_ends_failed_with_the_rea
     assert shared_catalog(settings).find_knowledge(kb, "src:doomed") is None
 
 
+async def test_a_job_stuck_mid_document_is_retried_and_the_log_shows_where_it_waited(setup, scripted_server, tmp_path):
+    """A stuck job (here: the embedding provider goes silent for longer than job_stall_s, well within
+    its own timeout) stops its heartbeat; the sweep retries it, and the worker log holds its stack."""
+    env = {**setup, "RAGLINE_JOB_STALL_S": "2", "RAGLINE_EMBEDDING_TIMEOUT_S": "120"}
+    settings = settings_of(env)
+    scripted_server.on_embedding(Reply(delay=60), times=1, when=lambda body: "Step 3:" in str(body.get("input")))
+    scripted_server.on_embedding(Reply(delay=0.05))
+    kb = new_kb(settings, "stuck")
+    async with job_service(settings) as jobs:
+        worker = start_worker(env)
+        try:
+            done = await until(jobs, (await submit(jobs, kb, MANUAL, "stuck")).id, final)
+        finally:
+            stop(worker)
+    assert done.state == JobState.DONE and done.attempts == 2, done
+    log = "\n".join(path.read_text() for path in tmp_path.glob("worker-*.log"))
+    assert "made no progress in embedding" in log and "embed_passages" in log  # where it waited
+
+
 async def test_a_cancelled_job_stops_where_it_runs_and_a_queued_one_never_starts(jobs, setup, scripted_server):
     settings = settings_of(setup)
     scripted_server.on_embedding(Reply(delay=0.15))
