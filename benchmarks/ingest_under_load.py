@@ -27,11 +27,11 @@ without embedding compute, the same substitution retrieval_latency.py makes.
 
 Every process here shares the machine's cores (and, on a shared machine, other people's work):
 workers that take a core from `ragline serve` show up in the chat latencies, so repeat a run before
-trusting a ratio. --worker-nice N starts the workers under `nice -n N`.
+trusting a ratio. --worker-nice N sets the workers' RAGLINE_WORKER_NICE (default 10, the product default).
 
     python benchmarks/ingest_under_load.py [--documents 2000] [--streams 20] [--baseline-s 60]
                                            [--think-s 1] [--tokens 20] [--rate 50] [--workers 1,2]
-                                           [--worker-nice 0]
+                                           [--worker-nice 10]
 """
 
 from __future__ import annotations
@@ -117,8 +117,7 @@ class Deployment:
         }
         self.server = ProcessServer(self.data_env("serve"), log=root / "serve.log").start(timeout=180)
         self.workers: list[subprocess.Popen[bytes]] = []
-        # `nice -n N` execs the worker (same pid): ingestion yields the CPU to chat when both want it
-        self.worker_prefix = ["nice", "-n", str(args.worker_nice)] if args.worker_nice else []
+        self.env["RAGLINE_WORKER_NICE"] = str(args.worker_nice)  # the worker lowers its own priority (worker_nice)
 
     def data_env(self, name: str) -> dict[str, str]:
         data_dir = self.root / f"data-{name}"
@@ -131,7 +130,7 @@ class Deployment:
         for _ in range(count):
             name = f"worker-{len(self.workers)}"
             with open(self.root / f"{name}.log", "ab") as log:
-                command = [*self.worker_prefix, sys.executable, "-m", "ragline", "worker", "--log-level", "warning"]
+                command = [sys.executable, "-m", "ragline", "worker", "--log-level", "warning"]
                 env = {**os.environ, **self.data_env(name)}
                 self.workers.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log))
         deadline = time.monotonic() + timeout_s
@@ -380,7 +379,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=50.0, help="answer tokens per second")
     parser.add_argument("--workers", default="1,2", help="worker counts, one loaded phase each")
     parser.add_argument("--phase-timeout-s", type=float, default=900.0, help="longest wait for one phase's jobs")
-    parser.add_argument("--worker-nice", type=int, default=0, help="run the workers under `nice -n N` (0: as serve)")
+    parser.add_argument("--worker-nice", type=int, default=10, help="the workers' RAGLINE_WORKER_NICE (0: the same priority as serve)")
     parser.add_argument("--model", action="store_true", help=argparse.SUPPRESS)  # run as the model process
     args = parser.parse_args()
     if args.model:

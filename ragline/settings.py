@@ -141,6 +141,7 @@ class Settings(BaseSettings, RetrievalFields):
     job_timeout_s: int = Field(defaults.JOB_TIMEOUT_S, ge=1, description="Longest one ingestion job may run before it fails.")
     job_heartbeat_s: int = Field(defaults.JOB_HEARTBEAT_S, ge=1, description="A running job that stays silent this long is taken to be on a dead worker and retried.")
     job_stall_s: float = Field(defaults.JOB_STALL_S, gt=0, description="A job embedding or indexing without progress this long is taken for stuck: its heartbeat stops, and the queue retries it (the log shows where it waited).")
+    worker_nice: int = Field(defaults.WORKER_NICE, ge=0, le=19, description="CPU niceness `ragline worker` runs at: on a host that also serves answers, ingestion takes only the CPU they leave (0: equal share).")
     job_sweep_s: int = Field(defaults.JOB_SWEEP_S, ge=1, description="How often workers look for jobs whose worker died.")
     job_retries: int = Field(defaults.JOB_RETRIES, ge=1, description="Attempts of one job across worker deaths.")
 

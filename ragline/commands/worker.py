@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 
 from ragline.settings import Settings
@@ -51,6 +52,13 @@ def _route_queue_log(level: str) -> None:
     queue_log.propagate = False
 
 
+def _yield_cpu(niceness: int) -> int:
+    """Run at `niceness` (never less nice than started): on a host that also serves answers, the
+    worker takes only the CPU they leave, so chat keeps its latency while documents are ingested."""
+    current = os.nice(0)
+    return os.nice(niceness - current) if niceness > current else current
+
+
 def run(args: argparse.Namespace) -> int:
     from ragline.service.logs import configure
     from ragline.settings import get_settings
@@ -63,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"job_workers": args.concurrency})
     configure(args.log_level, json_lines=args.log_format == "json")
     _route_queue_log(args.log_level)
-    print(f"ragline worker: serving ingestion jobs, {settings.job_workers} at a time", file=sys.stderr, flush=True)
+    nice = _yield_cpu(settings.worker_nice)
+    print(f"ragline worker: serving ingestion jobs, {settings.job_workers} at a time, at nice {nice}", file=sys.stderr, flush=True)
     asyncio.run(serve_jobs(settings))
     return 0
 

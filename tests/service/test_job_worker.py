@@ -222,6 +222,19 @@ async def test_a_job_stuck_mid_document_is_retried_and_the_log_shows_where_it_wa
     assert "made no progress in embedding" in log and "embed_passages" in log  # where it waited
 
 
+async def test_a_worker_yields_the_cpu_to_answers(setup):
+    worker = start_worker(setup)
+    try:
+        log = next(iter(Path(setup["RAGLINE_DATA_DIR"]).glob("worker-*.log")))
+        for _ in range(300):
+            if "serving ingestion jobs" in log.read_text():
+                break
+            await asyncio.sleep(0.1)
+        assert os.getpriority(os.PRIO_PROCESS, worker.pid) == max(10, os.nice(0))  # the default: worker_nice 10
+    finally:
+        stop(worker)
+
+
 async def test_a_cancelled_job_stops_where_it_runs_and_a_queued_one_never_starts(jobs, setup, scripted_server):
     settings = settings_of(setup)
     scripted_server.on_embedding(Reply(delay=0.15))
