@@ -128,7 +128,7 @@ async def update_knowledge_base(request: Request) -> Response:
     kb = stack.knowledge_bases.update(inputs.path(request, "kb_id"), who.tenant_id, name=body.name, description=body.description, tags=body.tags,
                                       wiki_enabled=body.wiki_enabled)
     if body.wiki_enabled is not None:  # write the pages of the documents already there, or remove them
-        svc.core.wiki.schedule(kb.id)
+        await svc.core.wiki.schedule(kb.id)
     return _json(kb)
 
 

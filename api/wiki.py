@@ -2,10 +2,13 @@
 
 Pages are rebuilt in the background after documents change (service/wiki.py); these routes show
 how the last rebuild went (pages written, failed and why) and start one by hand, e.g. after a
-provider outage made pages fail.
+provider outage made pages fail. The status is read in a thread: in shared mode it comes from
+Redis through a sync client, which on the event loop would stall every stream of the process.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,7 +28,8 @@ async def wiki_status(request: Request) -> Response:
     who = svc.authenticate(request)
     stack = await svc.stack()
     kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
-    return JSONResponse(svc.core.wiki.status(kb.id).model_dump(mode="json"))
+    status = await asyncio.to_thread(svc.core.wiki.status, kb.id)
+    return JSONResponse(status.model_dump(mode="json"))
 
 
 @doc("Rebuild the wiki pages of a knowledge base in the background (owning tenant)", TAG, response=WikiStatus, status=202, errors=(401, 404))
@@ -36,5 +40,6 @@ async def rebuild_wiki(request: Request) -> Response:
     kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
     if not kb.owned_by(who.tenant_id):
         raise KnowledgeBaseAccessError("only the owning tenant may rebuild this knowledge base's wiki")
-    svc.core.wiki.schedule(kb.id)
-    return JSONResponse(svc.core.wiki.status(kb.id).model_dump(mode="json"), status_code=202)
+    await svc.core.wiki.schedule(kb.id)
+    status = await asyncio.to_thread(svc.core.wiki.status, kb.id)
+    return JSONResponse(status.model_dump(mode="json"), status_code=202)

@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from ragline.entities.store import GraphStore
 from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
 from ragline.ingestion.ids import new_id
 from ragline.ingestion.image_chunks import IMAGE_CHUNK_TYPES, ImageIndexer, carry_over
+from ragline.ingestion.image_store import keep_images, release_images
 from ragline.ingestion.images import ExtractedImage, only_image_references
 from ragline.ingestion.parsers import ParsedDocument, parse_file
 from ragline.ingestion.wiki import is_wiki_document
@@ -38,7 +39,8 @@ from ragline.retrieval.vector_store import VectorRow
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
-DocumentsChanged = Callable[[KnowledgeBase, list[Knowledge]], None]
+DocumentsChanged = Callable[[KnowledgeBase, list[Knowledge]], Awaitable[None]]
+BeforeCommit = Callable[[], Awaitable[None]]  # raises when the writer may no longer write (a wiki rebuild that lost its lock)
 
 
 @dataclass
@@ -232,8 +234,10 @@ class IngestionService:
             raise DocumentTooLargeError(f"{knowledge.title} makes {len(total):,} chunks, more than {defaults.DOCUMENT_MAX_CHUNKS:,}")
         return total
 
-    async def write(self, kb: KnowledgeBase, docs: list[PreparedDocument], progress: Progress | None = None) -> None:
-        """Embed, then store in the order that never exposes a half-written document."""
+    async def write(self, kb: KnowledgeBase, docs: list[PreparedDocument], progress: Progress | None = None,
+                    before_commit: BeforeCommit | None = None) -> None:
+        """Embed, then store in the order that never exposes a half-written document. `before_commit` is
+        awaited right before the catalog commit: when it raises, nothing is stored."""
         if not docs:
             if progress:
                 progress(1, 1)
@@ -256,22 +260,35 @@ class IngestionService:
                 new_ids += [r.chunk_id for r in image_rows]  # forgotten with the rest if the catalog write fails
                 await engines.vector.upsert(space, image_rows)
             await engines.keyword.write(kb.id, new_chunks)
+            if before_commit is not None:
+                await before_commit()
             self.catalog.replace_documents(kb.id, [(d.knowledge, d.chunks, d.source_text) for d in docs])
         except Exception as exc:
             await self._forget(kb, new_ids)
             raise IngestionError(f"storing failed, nothing was kept: {exc}") from exc
         await self._forget(kb, old_ids)
-        self._changed(kb, [doc.knowledge for doc in docs])
+        await self._keep_images(kb, [c for doc in docs for c in doc.chunks])
+        await self._changed(kb, [doc.knowledge for doc in docs])
         await self._extract_graph(kb, docs)
 
-    def _changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
+    async def _changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
         """Tell the listener; its failure is logged, the documents stay stored."""
         if self.on_change is None:
             return
         try:
-            self.on_change(kb, documents)
+            await self.on_change(kb, documents)
         except Exception as exc:
             log.error("the document-change listener of %s failed: %s", kb.name, exc)
+
+    async def _keep_images(self, kb: KnowledgeBase, chunks: list[ChunkRecord]) -> None:
+        """After a commit: the images its chunks show stay, also one a concurrent delete released
+        (shared mode, ingestion/image_store.py). Logged, not raised: the documents are stored."""
+        if self.images is None:
+            return
+        try:
+            await asyncio.to_thread(keep_images, self.images.store, chunks)
+        except Exception as exc:
+            log.error("the images of documents just stored in %s may expire: %s", kb.name, exc)
 
     async def _extract_graph(self, kb: KnowledgeBase, docs: list[PreparedDocument]) -> None:
         """The optional graph step; its failure leaves the (already searchable) document as it is."""
@@ -314,8 +331,10 @@ class IngestionService:
                 await graph.delete_document(kb.id, knowledge_id)
             except Exception as exc:  # entity search checks the catalog, so stale graph rows are never shown
                 log.warning("could not remove %s from the entity graph: %s", knowledge_id, exc)
+        if self.images is not None:  # while the catalog still says which images the document shows
+            await asyncio.to_thread(release_images, self.images.store, [knowledge_id])
         self.catalog.delete_knowledge(kb.id, [knowledge_id])
-        self._changed(kb, [knowledge])
+        await self._changed(kb, [knowledge])
 
     async def reparse(self, kb_id: str, knowledge_id: str, tenant_id: str = "default",
                       progress: Progress | None = None) -> Knowledge:

@@ -11,7 +11,9 @@ slug, which the citation registry turns into a res:// alias for the model.
 `rebuild` converges a base's pages on its documents: pages whose inputs did not change are kept
 without a model call (idempotent), changed ones are rewritten and swapped in through the
 ingestion writer (one catalog transaction: all or nothing per page), pages nobody plans any more
-are removed. A base without the wiki converges on no pages.
+are removed. A base without the wiki converges on no pages. A rebuild may be given a fence, awaited
+right before each page's commit and each removal: the scheduler's check that the rebuild still holds
+its base's lock (service/wiki_lock.py), so a rebuild that lost it writes nothing more.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,6 +44,7 @@ WIKI_FILE_TYPE = "wiki"
 WIKI_SOURCE_PREFIX = "wiki:"
 TITLE_MAX_CHARS = 200
 WIKI_PROMPT = "wiki_page"  # a template of prompts/generate_summary.yaml (the seed's summary prompts)
+Fence = Callable[[], Awaitable[None]]  # raises when the rebuild may no longer write (its lock was lost)
 
 
 class WikiError(RuntimeError):
@@ -181,8 +184,9 @@ class WikiBuilder:
             log.warning("%s has %d wiki topics; only the first %d get pages", kb.name, len(clusters), defaults.WIKI_MAX_PAGES)
         return plans
 
-    async def rebuild(self, kb_id: str, limit: asyncio.Semaphore | None = None) -> WikiReport:
-        """Converge the base's pages on its documents (none when the wiki is off or the base is gone)."""
+    async def rebuild(self, kb_id: str, limit: asyncio.Semaphore | None = None, fence: Fence | None = None) -> WikiReport:
+        """Converge the base's pages on its documents (none when the wiki is off or the base is gone);
+        `fence` is awaited before each write and removal, and what it raises stops the removals."""
         report = WikiReport(kb_id)
         kb = self.catalog.get_kb(kb_id)
         if kb is None:
@@ -192,22 +196,25 @@ class WikiBuilder:
         todo = [p for p in plans if existing.get(p.source) is None or existing[p.source].content_hash != p.inputs_hash]
         report.unchanged = len(plans) - len(todo)
         limit = limit or asyncio.Semaphore(defaults.WIKI_BUILD_CONCURRENCY)
-        results = await asyncio.gather(*(self._bounded(limit, kb, p, existing.get(p.source)) for p in todo), return_exceptions=True)
+        results = await asyncio.gather(*(self._bounded(limit, kb, p, existing.get(p.source), fence) for p in todo),
+                                       return_exceptions=True)
         for plan, result in zip(todo, results):
             if isinstance(result, BaseException):
                 report.failed[plan.title] = str(result) or type(result).__name__
                 log.error("wiki page %r of %s was not written: %s", plan.title, kb.name, result)
             else:
                 report.written.append(plan.title)
-        report.removed = await self._remove_stale(kb, existing, plans, failed=bool(report.failed))
+        report.removed = await self._remove_stale(kb, existing, plans, failed=bool(report.failed), fence=fence)
         return report
 
-    async def _bounded(self, limit: asyncio.Semaphore, kb: KnowledgeBase, plan: PagePlan, old: Knowledge | None) -> Knowledge:
+    async def _bounded(self, limit: asyncio.Semaphore, kb: KnowledgeBase, plan: PagePlan, old: Knowledge | None,
+                       fence: Fence | None) -> Knowledge:
         async with limit:
-            return await self.write_page(kb, plan, old)
+            return await self.write_page(kb, plan, old, fence)
 
-    async def write_page(self, kb: KnowledgeBase, plan: PagePlan, old: Knowledge | None) -> Knowledge:
-        """Generate the page, then swap it in through the ingestion writer (all or nothing)."""
+    async def write_page(self, kb: KnowledgeBase, plan: PagePlan, old: Knowledge | None, fence: Fence | None = None) -> Knowledge:
+        """Generate the page, then swap it in through the ingestion writer (all or nothing; nothing when
+        `fence` raises right before the commit)."""
         from ragline.ingestion.service import PreparedDocument
         from ragline.models.chat import ChatOptions
 
@@ -225,7 +232,7 @@ class WikiBuilder:
         )
         chunk, embedded = page_chunk(kb.id, knowledge, text, sources)
         knowledge.metadata["slug"] = chunk.metadata["slug"]
-        await self.ingestion.write(kb, [PreparedDocument(knowledge, [chunk], [(chunk.id, chunk.id, embedded)], text)])
+        await self.ingestion.write(kb, [PreparedDocument(knowledge, [chunk], [(chunk.id, chunk.id, embedded)], text)], before_commit=fence)
         return knowledge
 
     async def _bounded_inputs(self, documents: Sequence[Knowledge]) -> list[tuple[str, str]]:
@@ -242,7 +249,8 @@ class WikiBuilder:
             return text
         return "\n".join(c.content for c in self.catalog.chunks_of(document.id) if c.indexed)
 
-    async def _remove_stale(self, kb: KnowledgeBase, existing: dict[str, Knowledge], plans: list[PagePlan], *, failed: bool) -> int:
+    async def _remove_stale(self, kb: KnowledgeBase, existing: dict[str, Knowledge], plans: list[PagePlan], *, failed: bool,
+                            fence: Fence | None) -> int:
         """Remove pages no plan keeps. After a failed page, a stale page whose documents are all
         unchanged stays: still true, and better than a gap until the next rebuild."""
         planned = {p.source for p in plans}
@@ -253,6 +261,8 @@ class WikiBuilder:
                 continue
             if failed and kb.wiki_enabled and self._still_true(page, current):
                 continue
+            if fence is not None:  # before the vectors go: a page the lock's new holder keeps must stay whole
+                await fence()
             await self.ingestion.delete_knowledge(kb.id, page.id, kb.tenant_id)
             removed += 1
         return removed

@@ -116,7 +116,14 @@ class Services:
 
     def _with_kb_hooks(self, stack: RetrievalStack) -> RetrievalStack:
         stack.knowledge_bases.on_delete.append(lambda kb_id: self.wiki.forget(kb_id))  # a deleted base's wiki status goes too
+        if self.shared_redis is not None:  # and its images in Redis that no other base shows (files stay: image_store.py)
+            stack.knowledge_bases.on_delete.append(lambda kb_id: self._release_images(stack, kb_id))
         return stack
+
+    def _release_images(self, stack: RetrievalStack, kb_id: str) -> None:
+        from ragline.ingestion.image_store import release_images
+
+        release_images(self.images.store, [k.id for k in stack.catalog.list_knowledge(kb_id)])
 
     @property
     def graph_store(self) -> GraphStore:
@@ -176,8 +183,8 @@ class Services:
         return self._once("wiki", lambda: WikiScheduler(lambda: WikiBuilder(self.retrieval, self.ingestion, self.chat()),
                                                         lambda: self.retrieval.catalog, open_wiki_statuses(self.shared_redis)))
 
-    def _documents_changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
-        self.wiki.documents_changed(kb, documents)
+    async def _documents_changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
+        await self.wiki.documents_changed(kb, documents)
 
     @property
     def images(self) -> ImageIndexer:

@@ -6,6 +6,7 @@ authorizeKBAccess check.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import uuid
 from collections.abc import Callable
@@ -33,7 +34,8 @@ class KnowledgeBaseService:
         self.stores = stores
         self.embedding_model = embedding_model
         self.embedding_base_url = embedding_base_url
-        self.on_delete: builtins.list[Callable[[str], None]] = []  # what else keeps state per base (the wiki status in Redis)
+        # what else keeps state per base (the wiki status, images in Redis): blocking calls, run in a thread
+        self.on_delete: builtins.list[Callable[[str], None]] = []
 
     def create(
         self, name: str, tenant_id: str = "default", type: KnowledgeBaseType = KnowledgeBaseType.DOCUMENT,
@@ -112,8 +114,8 @@ class KnowledgeBaseService:
         await engines.vector.delete_kb(kb.id)
         await engines.vector.delete_image_spaces(kb.id)  # image vectors live beside the text rows, one space per image model
         await engines.keyword.delete_kb(kb.id)
-        for forget in self.on_delete:
-            forget(kb.id)
+        for forget in self.on_delete:  # before the catalog: the images' hook reads which documents the base holds
+            await asyncio.to_thread(forget, kb.id)
         self.catalog.delete_kb(kb.id)
 
     def _owned(self, kb_id: str, tenant_id: str) -> KnowledgeBase:

@@ -10,7 +10,9 @@ With a shared Redis that status lives there (service/wiki_status.py): a replica 
 rebuild a worker runs. So does the lock that serializes a base's rebuilds across processes
 (service/wiki_lock.py): a process asked to rebuild while another holds it waits until a rebuild
 that started after its request finished, there or here, so no change goes without its pages.
-Deleting a base (`forget`) deletes its status and lock too.
+Deleting a base (`forget`) deletes its status and lock too. Those Redis calls block (a sync client),
+so the scheduler makes them in a thread (`_call`): on the event loop each would stall every answer
+streaming in the process. A rebuild writes a page only while it still holds the lock (`_fence`).
 """
 
 from __future__ import annotations
@@ -18,16 +20,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ragline import defaults
-from ragline.ingestion.wiki import WikiBuilder, WikiReport, is_wiki_document
+from ragline.ingestion.wiki import Fence, WikiBuilder, WikiReport, is_wiki_document
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
+from ragline.service.wiki_lock import WikiLockLost
 from ragline.service.wiki_status import LocalWikiStatuses, WikiState, WikiStatus, WikiStatuses
 
 __all__ = ["WikiScheduler", "WikiState", "WikiStatus"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class WikiScheduler:
@@ -50,28 +55,32 @@ class WikiScheduler:
             self._builder = self._builder_factory()
         return self._builder
 
-    def documents_changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
+    async def documents_changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
         """The ingestion hook: schedule a rebuild unless only wiki pages changed (the wiki's own writes)."""
         if documents and all(is_wiki_document(d) for d in documents):
             return
         # a base without the wiki has no pages (turning it off removed them): no catalog scan on every ingestion
         if kb.wiki_enabled:
-            self.schedule(kb.id)
+            await self.schedule(kb.id)
 
-    def schedule(self, kb_id: str) -> None:
-        """Start a background rebuild, or have the running one run again after it finishes."""
-        self._wanted[kb_id] = self._locks.request(kb_id)
+    async def schedule(self, kb_id: str) -> None:
+        """Start a background rebuild, or have the running one run again after it finishes. Returns once
+        the base is marked building: a status read right after, on any replica, sees it."""
+        wanted = await self._call(self._locks.request, kb_id)
+        self._wanted[kb_id] = max(wanted, self._wanted.get(kb_id, 0))  # two calls' replies may come back in either order
         if kb_id in self._tasks:
             return
-        loop = asyncio.get_running_loop()
-        token = self._statuses.start(kb_id)  # marked before the task runs: a status read right after sees it
-        self._tasks[kb_id] = loop.create_task(self._run(kb_id, token), name=f"wiki:{kb_id}")
+        token = await self._call(self._statuses.start, kb_id)
+        if kb_id in self._tasks:  # another call started the task while this one marked: this mark is spare
+            await self._call(self._statuses.stop, kb_id, token)
+            return
+        self._tasks[kb_id] = asyncio.get_running_loop().create_task(self._run(kb_id, token), name=f"wiki:{kb_id}")
 
     async def rebuild(self, kb_id: str) -> WikiStatus:
         """Rebuild now and wait for it (the CLI); a running background rebuild finishes first."""
-        self.schedule(kb_id)
+        await self.schedule(kb_id)
         await self.drain()
-        return self.status(kb_id)
+        return await self._call(self.status, kb_id)
 
     async def drain(self) -> None:
         """Wait until no rebuild runs (a process about to exit lets its pages finish)."""
@@ -92,6 +101,7 @@ class WikiScheduler:
         self._locks.forget(kb_id)
 
     def status(self, kb_id: str) -> WikiStatus:
+        """Blocks in shared mode (Redis, the catalog): async code calls it in a thread."""
         kb = self._catalog().get_kb(kb_id)
         last = self._statuses.last(kb_id) or WikiStatus(knowledge_base_id=kb_id, enabled=False)
         state: WikiState = "building" if kb_id in self._tasks or self._statuses.building(kb_id) else last.state
@@ -101,11 +111,12 @@ class WikiScheduler:
         keeper = asyncio.create_task(self._statuses.keep(kb_id, token), name=f"wiki-mark:{kb_id}")
         try:
             while True:
-                requested, done = self._locks.progress(kb_id)
-                # served by a rebuild that started after it (here or in another process), or the base was deleted
+                requested, done = await self._call(self._locks.progress, kb_id)
+                # served by a rebuild that started after it (here or in another process), or the base was deleted;
+                # no await between this check and leaving _tasks: a schedule() meanwhile finds this task and reruns it
                 if done >= self._wanted[kb_id] or requested < self._wanted[kb_id]:
                     return
-                lock = self._locks.acquire(kb_id)
+                lock = await self._call(self._locks.acquire, kb_id)
                 if lock is None:  # another process rebuilds: it may serve this request, or die and free the lock
                     await asyncio.sleep(self._locks.poll_s)
                     continue
@@ -115,38 +126,53 @@ class WikiScheduler:
             self._tasks.pop(kb_id, None)
             self._wanted.pop(kb_id, None)
             try:
-                self._statuses.stop(kb_id, token)
+                await self._call(self._statuses.stop, kb_id, token)
             except Exception as exc:  # the mark expires on its own; the rebuild's outcome is what matters
                 log.warning("could not clear the wiki rebuild mark of %s: %s", kb_id, exc)
 
     async def _rebuild_locked(self, kb_id: str, lock: str) -> None:
         """One rebuild while the lock is held and renewed. A holder that lost its lock (it expired,
         or the base was deleted) records nothing: the process that took the lock over rebuilds."""
-        covered, _ = self._locks.progress(kb_id)  # read before the documents: these requests are served
+        covered, _ = await self._call(self._locks.progress, kb_id)  # read before the documents: these requests are served
         holder = asyncio.create_task(self._locks.hold(kb_id, lock), name=f"wiki-lock:{kb_id}")
-        job = asyncio.create_task(self._rebuild_once(kb_id), name=f"wiki-rebuild:{kb_id}")
+        job = asyncio.create_task(self._rebuild_once(kb_id, self._fence(kb_id, lock)), name=f"wiki-rebuild:{kb_id}")
         try:
             await asyncio.wait({job, holder}, return_when=asyncio.FIRST_COMPLETED)
-            if not job.done() or not self._locks.finish(kb_id, lock, covered):
+            if not job.done() or not await self._call(self._locks.finish, kb_id, lock, covered):
                 log.warning("the wiki rebuild of %s lost its lock (expired, or the base was deleted): not recorded", kb_id)
                 return
-            self._statuses.record(job.result())
-            if self._locks.progress(kb_id)[0] < covered:  # the base was deleted between the finish and the record
-                self.forget(kb_id)
+            await self._call(self._statuses.record, job.result())
+            if (await self._call(self._locks.progress, kb_id))[0] < covered:  # the base was deleted between the finish and the record
+                await self._call(self.forget, kb_id)
         finally:
             job.cancel()
             holder.cancel()
             await asyncio.gather(job, holder, return_exceptions=True)
             try:
-                self._locks.release(kb_id, lock)
+                await self._call(self._locks.release, kb_id, lock)
             except Exception as exc:  # the lock expires on its own
                 log.warning("could not release the wiki rebuild lock of %s: %s", kb_id, exc)
 
-    async def _rebuild_once(self, kb_id: str) -> WikiStatus:
+    def _fence(self, kb_id: str, lock: str) -> Fence:
+        """The check before each page write: `hold` notices a lost lock only at its next renewal (up to a
+        third of the TTL later), and meanwhile this rebuild must not overwrite the new holder's pages."""
+        async def still_held() -> None:
+            if not await self._call(self._locks.held, kb_id, lock):
+                raise WikiLockLost(f"the wiki rebuild of {kb_id} lost its lock: page not written")
+        return still_held
+
+    async def _call(self, call: Callable[..., T], *args: Any) -> T:
+        """A status or lock call: in a thread when it goes to Redis (a sync client, which on the event
+        loop would stall every stream of the process), else here (embedded mode: dicts, no waiting)."""
+        if self._statuses.blocking:
+            return await asyncio.to_thread(call, *args)
+        return call(*args)
+
+    async def _rebuild_once(self, kb_id: str, fence: Fence) -> WikiStatus:
         base = WikiStatus(knowledge_base_id=kb_id, enabled=True, finished_at=None)
         try:
-            report: WikiReport = await self.builder.rebuild(kb_id, self._limit())
-        except asyncio.CancelledError:
+            report: WikiReport = await self.builder.rebuild(kb_id, self._limit(), fence)
+        except (asyncio.CancelledError, WikiLockLost):  # a lost lock is the caller's to report (and not recorded)
             raise
         except Exception as exc:  # the embedder or the catalog failed before any page: nothing changed
             log.error("the wiki of knowledge base %s was not rebuilt: %s", kb_id, exc)

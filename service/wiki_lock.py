@@ -9,6 +9,13 @@ as it reads the documents after them; so a request is served once `done` reaches
 process asked while another holds the lock waits until that is so, or until the lock is free
 (the holder died: its lock expired), and then rebuilds itself: no request is lost. Deleting the
 base deletes both; a count that went backwards tells a rebuild its base was deleted meanwhile.
+
+A holder notices a lost lock at its next renewal, up to a third of the TTL later; until then its
+rebuild goes on. So each page write and removal first checks the lock is still its own (`held`,
+raising WikiLockLost otherwise): a holder that lost the lock writes nothing more once it is lost,
+except in the moment between that check and the catalog's commit (staging one chunk and the commit:
+a few round trips; the lock would have to expire or be taken just then). A check inside the
+catalog's commit script would close that too, at the price of teaching the catalog about wiki locks.
 """
 
 from __future__ import annotations
@@ -45,6 +52,10 @@ return 1
 """
 
 
+class WikiLockLost(RuntimeError):
+    """A rebuild's lock expired or was taken over (or its base deleted): it must write no more pages."""
+
+
 class WikiLocks(Protocol):
     """The rebuild lock and request count of each knowledge base."""
 
@@ -64,6 +75,10 @@ class WikiLocks(Protocol):
 
     async def hold(self, kb_id: str, token: str) -> None:
         """Renew the lock until cancelled; return once it is lost (expired, or the base deleted)."""
+        ...
+
+    def held(self, kb_id: str, token: str) -> bool:
+        """Whether `token` still holds the lock: checked right before each page write."""
         ...
 
     def finish(self, kb_id: str, token: str, covered: int) -> bool:
@@ -103,6 +118,9 @@ class LocalWikiLocks:
     async def hold(self, kb_id: str, token: str) -> None:
         await asyncio.Event().wait()  # nothing expires in one process
 
+    def held(self, kb_id: str, token: str) -> bool:
+        return self._held.get(kb_id) == token
+
     def finish(self, kb_id: str, token: str, covered: int) -> bool:
         if self._held.get(kb_id) != token:
             return False
@@ -119,7 +137,7 @@ class LocalWikiLocks:
 
 
 class RedisWikiLocks:
-    """The lock and count in the shared Redis (sync client, small calls)."""
+    """The lock and count in the shared Redis (sync client, small calls: the scheduler makes them in a thread)."""
 
     def __init__(self, client: redis.Redis, ttl_s: int = defaults.WIKI_BUILDING_TTL_S, poll_s: float = WAIT_POLL_S) -> None:
         self.client = client
@@ -145,6 +163,10 @@ class RedisWikiLocks:
             await asyncio.sleep(self.ttl_s / 3)
             if not int(await asyncio.to_thread(self._renew, keys=[f"{LOCK_PREFIX}{kb_id}"], args=[token, self.ttl_s])):
                 return
+
+    def held(self, kb_id: str, token: str) -> bool:
+        owner = self.client.get(f"{LOCK_PREFIX}{kb_id}")
+        return (owner.decode() if isinstance(owner, bytes) else owner) == token
 
     def finish(self, kb_id: str, token: str, covered: int) -> bool:
         return bool(int(self._finish(keys=[f"{LOCK_PREFIX}{kb_id}", f"{REQUESTS_PREFIX}{kb_id}"], args=[token, covered])))

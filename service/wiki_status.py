@@ -59,7 +59,11 @@ class WikiStatus(BaseModel):
 
 class WikiStatuses(Protocol):
     """Last reports and running rebuilds per knowledge base. `start` marks a base at once (a status
-    read right after a change sees it building); `keep` renews the mark until it is cancelled."""
+    read right after a change sees it building); `keep` renews the mark until it is cancelled.
+    `blocking`: the calls wait on the network (Redis), so async code makes them in a thread (with
+    this one's locks too); in one process they only touch dicts and run where they are called."""
+
+    blocking: bool
 
     def last(self, kb_id: str) -> WikiStatus | None: ...
 
@@ -82,6 +86,8 @@ class WikiStatuses(Protocol):
 
 class LocalWikiStatuses:
     """This process's rebuilds only (embedded mode: one process owns the data directory)."""
+
+    blocking = False
 
     def __init__(self) -> None:
         self._reports: dict[str, WikiStatus] = {}
@@ -117,6 +123,8 @@ class LocalWikiStatuses:
 
 class RedisWikiStatuses:
     """Status shared by every replica and worker through Redis (sync client, small calls)."""
+
+    blocking = True
 
     def __init__(self, client: redis.Redis, ttl_s: int = defaults.WIKI_BUILDING_TTL_S) -> None:
         self.client = client

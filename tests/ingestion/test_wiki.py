@@ -43,7 +43,7 @@ class SlowBuilder:
         self.most_at_once = 0
         self.release = asyncio.Event()
 
-    async def rebuild(self, kb_id: str, limit: Any = None) -> WikiReport:
+    async def rebuild(self, kb_id: str, limit: Any = None, fence: Any = None) -> WikiReport:
         self.calls += 1
         self.running += 1
         self.most_at_once = max(self.most_at_once, self.running)
@@ -72,7 +72,7 @@ async def test_changes_during_a_rebuild_run_it_once_more_never_twice_at_once():
     builder = SlowBuilder()
     scheduler = WikiScheduler(lambda: builder, NoCatalog)  # type: ignore[arg-type, return-value]
     for _ in range(3):
-        scheduler.documents_changed(kb(True), [document()])
+        await scheduler.documents_changed(kb(True), [document()])
         await asyncio.sleep(0)
     assert builder.calls == 1 and scheduler.status("kb").state == "building"
     builder.release.set()
@@ -84,7 +84,7 @@ async def test_changes_during_a_rebuild_run_it_once_more_never_twice_at_once():
 async def test_no_rebuild_for_a_base_without_the_wiki_or_for_the_wikis_own_pages():
     builder = SlowBuilder()
     scheduler = WikiScheduler(lambda: builder, NoCatalog)  # type: ignore[arg-type, return-value]
-    scheduler.documents_changed(kb(False), [document()])
-    scheduler.documents_changed(kb(True), [document("wiki", "wiki:abc")])
+    await scheduler.documents_changed(kb(False), [document()])
+    await scheduler.documents_changed(kb(True), [document("wiki", "wiki:abc")])
     await scheduler.drain()
     assert builder.calls == 0 and scheduler.status("kb").state == "idle"

@@ -115,7 +115,7 @@ async def test_a_holder_that_loses_its_lock_abandons_its_rebuild_and_the_new_hol
     script_slow_pages(scripted_model, delay=0)
     await a.ingestion.ingest_text(kb.id, PAIRING[1], title=PAIRING[0])
     a.retrieval.knowledge_bases.update(kb.id, wiki_enabled=True)  # not A's scheduler: this one, whose lock lives 1 s
-    scheduler.schedule(kb.id)
+    await scheduler.schedule(kb.id)
     await page_requested(scripted_model)
     client.set(f"{LOCK_PREFIX}{kb.id}", "another-process", ex=2)  # as if the lock expired and another process took it
 
