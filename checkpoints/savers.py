@@ -111,9 +111,9 @@ def _self_healing_saver() -> type:
 @asynccontextmanager
 async def redis_saver(url: str) -> AsyncIterator[BaseCheckpointSaver]:
     """langgraph-checkpoint-redis: needs Redis 8 (or Redis Stack) with the search and JSON modules."""
-    from redis.asyncio import Redis
+    from ragline.checkpoints.redis_json import OrjsonRedis
 
-    client = Redis(connection_pool=redis_pool(url))
+    client = OrjsonRedis(connection_pool=redis_pool(url))  # orjson in JSON.SET/GET: checkpoints/redis_json.py
     try:
         async with _self_healing_saver().from_conn_string(redis_client=client) as saver:
             saver.serde = redis_serializer()

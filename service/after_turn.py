@@ -10,7 +10,7 @@ asks for it. Both run in the background after `complete`; a failure is logged, n
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -40,11 +40,11 @@ class AfterTurn:
         self.settings = settings
         self.chat_history = ChatHistoryService(services)
 
-    async def jobs(self, graph: Any, record: RunRecord, request: PipelineRequest, shown: Transcript) -> list[Job]:
-        """The background work of one answered turn (none for a stopped, failed or empty one)."""
+    def jobs(self, values: Mapping[str, Any], record: RunRecord, request: PipelineRequest, shown: Transcript) -> list[Job]:
+        """The background work of one answered turn (none for a stopped, failed or empty one), from the
+        thread's state after the turn (`values`: the host read it once for all it does at the end)."""
         if shown.stopped or shown.failed or not shown.answer.strip():
             return []
-        values = (await threads.snapshot(graph, record.session_id)).values
         saved = next((m for m in values.get("messages", []) if m.id == record.assistant_message_id), None)
         jobs: list[Job] = []
         if isinstance(saved, AIMessage) and (documents := cited_documents(threads.text_of(saved))):

@@ -251,32 +251,37 @@ class RunManager:
             with contextlib.suppress(Exception):
                 await self.backend.checkpointer.adelete_thread(record.session_id)
         elif not run.already_complete:
+            values: dict[str, Any] | None = None  # the thread after the turn: read once, for both steps below
             try:
-                await self._settle_answer(run)
+                if not run.cancelled:
+                    values = (await threads.snapshot(self.backend.graph, record.session_id)).values
+                await self._settle_answer(run, values)
             except Exception:
                 log.exception("could not save the answer of run %s", record.message_id)
-            await self._after_turn(run)
+            if values is not None:
+                self._after_turn(run, values)
         if not run.already_complete:
             for event in run.driver.closing():  # cards left open, then complete
                 await self._write(run, dump(event), final=True)
         await self.backend.registry.finish(record)
         await self.backend.sessions.patch(record.session_id, {"updated_at": utcnow()})
 
-    async def _after_turn(self, run: _Run) -> None:
+    def _after_turn(self, run: _Run, values: dict[str, Any]) -> None:
         """Citations into the caller's ledger, the turn into their chat history when asked
         (service/after_turn.py); in the background: the client's `complete` never waits on them."""
         if run.cancelled:
             return
         try:
-            jobs = await self.after_turn.jobs(self.backend.graph, run.record, run.request, run.transcript)
+            jobs = self.after_turn.jobs(values, run.record, run.request, run.transcript)
         except Exception:
             log.warning("reading the answered turn of run %s failed", run.record.message_id, exc_info=True)
             return
         for job in jobs:
             self._spawn(job)
 
-    async def _settle_answer(self, run: _Run) -> None:
-        """The saved assistant message and the client's transcript must agree."""
+    async def _settle_answer(self, run: _Run, values: dict[str, Any] | None) -> None:
+        """The saved assistant message and the client's transcript must agree (`values`: the thread
+        after the turn, None when it was stopped)."""
         record, graph = run.record, self.backend.graph
         shown = run.transcript
         if run.cancelled:
@@ -292,7 +297,7 @@ class RunManager:
                 stopped=True,
             )
             return
-        saved = next((m for m in await threads.messages_of(graph, record.session_id) if m.id == record.assistant_message_id), None)
+        saved = next((m for m in (values or {}).get("messages", []) if m.id == record.assistant_message_id), None)
         if saved is None:
             return  # the turn failed; the error event told the client
         text = threads.text_of(saved)

@@ -31,7 +31,8 @@ async def _after(shown: Transcript) -> dict[str, list[str]]:
                               query="q", content=ANSWER, references=[], stopped=False)
     store = InMemoryStore()
     after = AfterTurn(Services(Settings(), memory_store_factory=lambda: store), Settings())
-    await asyncio.gather(*await after.jobs(graph, _record("a1"), PipelineRequest(query="q"), shown))
+    values = (await threads.snapshot(graph, "s1")).values
+    await asyncio.gather(*after.jobs(values, _record("a1"), PipelineRequest(query="q"), shown))
     return await CitationLedger(store).answers("acme", "ann")
 
 
