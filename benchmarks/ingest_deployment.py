@@ -9,11 +9,12 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import redis
-from harness import ROOT, scripted_env
+from harness import ROOT, scripted_env, tree_cpu_s
 
 from tests.api.live import ProcessServer
 from tests.redis_server import RedisServer
@@ -55,6 +56,18 @@ def start_model(tokens: int, rate: float) -> tuple[subprocess.Popen[str], str]:
 
 
 # --- the deployment ---
+
+SLOW_US = 5000  # Redis is single-threaded: a command this long delays every chat request behind it
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+@dataclass(frozen=True)
+class SlowCommand:
+    command: str  # the command line as SLOWLOG keeps it (its first words)
+    ms: float
 
 
 class Deployment:
@@ -110,6 +123,22 @@ class Deployment:
                 worker.kill()
                 worker.wait()
         self.workers = []
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds used so far by each part: serve, the live workers, Redis, the model process."""
+        assert self.server.process is not None and self.redis._process is not None
+        return {"serve": tree_cpu_s(self.server.process.pid), "workers": sum(tree_cpu_s(w.pid) for w in self.workers),
+                "redis": tree_cpu_s(self.redis._process.pid), "model": tree_cpu_s(self.model.pid)}
+
+    def watch_slow_commands(self, slower_than_us: int = SLOW_US) -> None:
+        """From now on Redis logs every command slower than `slower_than_us` (its SLOWLOG)."""
+        self.client.config_set("slowlog-log-slower-than", slower_than_us)
+        self.client.config_set("slowlog-max-len", 10_000)
+        self.client.slowlog_reset()
+
+    def slow_commands(self) -> list[SlowCommand]:
+        """What Redis logged since watch_slow_commands: a command that long holds every other client back."""
+        return [SlowCommand(_text(entry["command"])[:60], entry["duration"] / 1000) for entry in self.client.slowlog_get(10_000)]
 
     def stop(self) -> None:
         self.stop_workers()

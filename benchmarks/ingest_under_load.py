@@ -44,13 +44,13 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 from harness import ROOT, percentile
-from ingest_deployment import Deployment, serve_model
+from ingest_deployment import SLOW_US, Deployment, SlowCommand, serve_model
 
 from tests.api.live import frames
 from tests.redis_server import missing_reason
@@ -82,7 +82,8 @@ async def new_kb(client: httpx.AsyncClient, name: str) -> str:
 
 
 async def post_documents(client: httpx.AsyncClient, kb: str, count: int, corpus: list[tuple[str, str]]) -> list[str]:
-    """Job URLs of `count` text documents posted with POST_CONCURRENCY in flight, in order."""
+    """Job URLs of `count` text documents posted with POST_CONCURRENCY in flight, in order; the clock
+    when the last upload was accepted is `UPLOADS_DONE` (the report splits turns at it)."""
     gate = asyncio.Semaphore(POST_CONCURRENCY)
 
     async def post(i: int) -> str:
@@ -94,7 +95,12 @@ async def post_documents(client: httpx.AsyncClient, kb: str, count: int, corpus:
             raise RuntimeError(f"upload {i}: HTTP {response.status_code} {response.text[:200]}")
         return str(response.headers["location"])
 
-    return list(await asyncio.gather(*(post(i) for i in range(count))))
+    urls = list(await asyncio.gather(*(post(i) for i in range(count))))
+    UPLOADS_DONE.append(time.time())
+    return urls
+
+
+UPLOADS_DONE: list[float] = []  # wall clock of each post_documents' last accepted upload
 
 
 async def wait_jobs(client: httpx.AsyncClient, jobs: list[str], timeout_s: float) -> list[dict[str, Any]]:
@@ -184,6 +190,9 @@ class Phase:
     workers: int
     turns: list[Turn]
     throughput: Throughput | None = None
+    uploads_done: float = 0.0  # wall clock: the last upload accepted (serve's upload work ends here)
+    slow_redis: list[SlowCommand] = field(default_factory=list)
+    cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds each part used during the phase
 
     def counted(self) -> list[Turn]:
         """Turns that ran whole inside the ingestion window (all of them for the baseline)."""
@@ -191,6 +200,15 @@ class Phase:
             return self.turns
         start, end = self.throughput.window
         return [t for t in self.turns if t.asked >= start and t.ended is not None and t.ended <= end]
+
+    def span_s(self) -> float:
+        asked = [t.asked for t in self.turns]
+        return max(asked) - min(asked) if len(asked) > 1 else float("nan")
+
+    def split(self) -> tuple[list[Turn], list[Turn]]:
+        """Counted turns asked while serve still accepted uploads, and those asked after."""
+        counted = self.counted()
+        return ([t for t in counted if t.asked < self.uploads_done], [t for t in counted if t.asked >= self.uploads_done])
 
 
 # --- the run ---
@@ -207,18 +225,28 @@ async def run(args: argparse.Namespace, deployment: Deployment) -> list[Phase]:
         print(f"chat knowledge base ready ({CHAT_DOCUMENTS} abstracts)", file=sys.stderr, flush=True)
         await with_streams(client, chat_kb, queries, args, [], asyncio.sleep(args.warmup_s))  # not counted: first runs compile, connect
         phases = [Phase("baseline", 0, [])]
+        before = deployment.cpu_seconds()
         await with_streams(client, chat_kb, queries, args, phases[0].turns, asyncio.sleep(args.baseline_s))
+        phases[0].cpu_s = spent(before, deployment.cpu_seconds())
         for workers in args.workers:
             phase = Phase(f"ingesting, {workers} worker{'s' if workers > 1 else ''}", workers, [])
             deployment.start_workers(workers)
             kb = await new_kb(client, f"ingest-{workers}")
+            deployment.watch_slow_commands()
+            before = deployment.cpu_seconds()
             phase.throughput = await with_streams(client, chat_kb, queries, args, phase.turns,
                                                   ingest(client, kb, args.documents, corpus, args.phase_timeout_s))
+            phase.uploads_done, phase.slow_redis = UPLOADS_DONE[-1], deployment.slow_commands()
+            phase.cpu_s = spent(before, deployment.cpu_seconds())
             deployment.stop_workers()
             phases.append(phase)
             print(f"{phase.name}: {phase.throughput.documents} documents in {phase.throughput.seconds:.0f} s",
                   file=sys.stderr, flush=True)
     return phases
+
+
+def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {part: after[part] - before.get(part, 0.0) for part in after}  # workers started in the phase count whole
 
 
 async def ingest(client: httpx.AsyncClient, kb: str, count: int, corpus: list[tuple[str, str]], timeout_s: float) -> Throughput:
@@ -264,6 +292,39 @@ def report(phases: list[Phase], args: argparse.Namespace, load: tuple[float, flo
                   f"{t.chunks / t.seconds:.1f}") if t else "- | - | - | - | -"
         print(f"| {phase.name} | {len(turns)} ({errors}) | {event[0]:.0f} / {event[1]:.0f} | {event[1] / base_p95:.2f}x "
               f"| {answer[0]:.0f} / {answer[1]:.0f} | {ingest} |")
+    report_causes(phases[1:], base_p95)
+    report_cpu(phases)
+
+
+def report_cpu(phases: list[Phase]) -> None:
+    """Who used the cores: a worker's niceness covers only its own process, not the work it hands
+    Redis (indexing) and the model (embedding), which run at their own priority."""
+    print("\n| phase | seconds | CPU s: serve | workers | Redis | model | cores busy |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for phase in phases:
+        cpu = phase.cpu_s
+        seconds = phase.throughput.seconds if phase.throughput else phase.span_s()
+        print(f"| {phase.name} | {seconds:.0f} | {cpu.get('serve', 0):.1f} | {cpu.get('workers', 0):.1f} | "
+              f"{cpu.get('redis', 0):.1f} | {cpu.get('model', 0):.1f} | {sum(cpu.values()) / seconds:.2f} |")
+
+
+def report_causes(phases: list[Phase], base_p95: float) -> None:
+    """Where a loaded phase's first-event latency comes from: serve accepting the uploads (the
+    first part of a phase), and Redis commands long enough to hold chat requests back."""
+    print(f"\n| phase | first event p95 ms while uploading (turns) | after the uploads (turns) | Redis commands "
+          f"> {SLOW_US / 1000:g} ms | longest ms | most time in |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for phase in phases:
+        during, after = (milliseconds(part, "first_event")[1] for part in phase.split())
+        counts = [len(part) for part in phase.split()]
+        slow = phase.slow_redis
+        spent: Counter[str] = Counter()
+        for command in slow:
+            spent[command.command.split(" ")[0].upper()] += command.ms
+        top = ", ".join(f"{name} {ms:.0f} ms" for name, ms in spent.most_common(2)) or "-"
+        longest = max((c.ms for c in slow), default=0.0)
+        print(f"| {phase.name} | {during:.0f} ({during / base_p95:.2f}x; {counts[0]}) | {after:.0f} ({after / base_p95:.2f}x; "
+              f"{counts[1]}) | {len(slow)} | {longest:.1f} | {top} |")
 
 
 def main() -> int:
