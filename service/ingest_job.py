@@ -14,7 +14,6 @@ leaves exactly one copy.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +28,7 @@ from ragline.service.jobs import JOB_LOG, JobRecord, JobState, JobStore, job_eve
 
 log = logging.getLogger(__name__)
 Touch = Callable[[], Awaitable[None]]  # tells the task queue the job is alive (saq's heartbeat)
+REPORTER_STOP_S = 5.0  # the longest a finished job waits for its progress reporter to stop
 
 
 def precheck(data: bytes, filename: str) -> None:
@@ -78,6 +78,7 @@ class _Progress:
 
     def __init__(self) -> None:
         self.done = self.total = 0
+        self.ended = False  # the ingestion returned: the reporter stops at its next turn, cancelled or not
 
     def __call__(self, done: int, total: int) -> None:
         self.done, self.total = done, total
@@ -86,6 +87,23 @@ class _Progress:
         if not self.total:
             return "parsing"
         return "embedding" if self.done < self.total else "indexing"
+
+
+async def _stop(reporter: asyncio.Task[None], progress: _Progress) -> None:
+    """End the reporter without waiting on it for long.
+
+    A cancellation can be lost inside a Redis call: on Python 3.11 a cancel that lands as the
+    client's socket timeout expires turns into a TimeoutError, which the client retries. The
+    reporter then went on publishing and touching the heartbeat while the job waited for it: a
+    benchmark job, its document stored, hung until the stall watchdog ended the reporter 600 s
+    later. Now the reporter also stops at its next turn on `ended`, and the job goes on after
+    REPORTER_STOP_S whatever the reporter does.
+    """
+    progress.ended = True
+    reporter.cancel()
+    await asyncio.wait({reporter}, timeout=REPORTER_STOP_S)
+    if not reporter.done():
+        log.warning("the progress reporter of a job did not stop when cancelled; it ends at its next turn")
 
 
 class IngestJob:
@@ -118,9 +136,7 @@ class IngestJob:
         try:
             final = await self._ingest(record, progress)
         finally:
-            reporter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reporter
+            await _stop(reporter, progress)
         await self.store.drop_data(job_id)
         return await self.publish(final)
 
@@ -163,6 +179,8 @@ class IngestJob:
         stalled = False
         while True:
             await asyncio.sleep(defaults.JOB_PROGRESS_S)
+            if progress.ended:  # also when a cancellation never arrived (see _stop)
+                return
             now = (progress.phase(), progress.done, progress.total)
             if now != shown:
                 shown, moved = now, time.monotonic()

@@ -1,0 +1,68 @@
+"""service/ingest_job.py: a finished job never waits on its progress reporter."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ragline.checkpoints.streams import MemoryStreamManager
+from ragline.retrieval.types import Knowledge
+from ragline.service.ingest_job import IngestJob
+from ragline.service.jobs import JobRecord, JobState, MemoryJobStore
+
+
+class IngestionDone:
+    """Stands in for the ingestion service: the document is stored at the moment `ready` is set."""
+
+    def __init__(self, ready: asyncio.Event) -> None:
+        self.ready = ready
+
+    async def ingest_documents(self, kb_id: str, documents: list, tenant_id: str, progress) -> list[Knowledge]:
+        progress(1, 1)
+        await self.ready.wait()
+        return [Knowledge(id="doc", knowledge_base_id=kb_id, tenant_id=tenant_id, title="t", chunk_count=1)]
+
+
+async def test_a_job_finishes_when_its_reporter_loses_the_cancellation():
+    """As on Python 3.11 when a cancel meets a Redis client's socket timeout: the error is retried
+    and the cancellation is gone. The job must end all the same, not at the stall watchdog."""
+    touching = asyncio.Event()
+
+    async def touch_that_loses_a_cancel() -> None:
+        touching.set()
+        try:
+            await asyncio.sleep(0.5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.5)  # the retried call: the cancellation is lost
+
+    store = MemoryJobStore()
+    await store.save(JobRecord(id="j1", tenant_id="default", knowledge_base_id="kb", kind="text", source="s"))
+    await store.put_data("j1", b"some text")
+    job = IngestJob(store, MemoryStreamManager(), lambda: IngestionDone(touching),  # type: ignore[arg-type,return-value]
+                    heartbeat_s=0.03, stall_s=600)
+    async with asyncio.timeout(10):  # before the fix: until stall_s, 600 s
+        final = await job.run("j1", touch=touch_that_loses_a_cancel)
+    assert final is not None and final.state == JobState.DONE and final.document is not None
+    assert (await store.get("j1")).state == JobState.DONE
+
+
+async def test_a_job_finishes_when_its_reporter_hangs_in_a_call():
+    touching, released = asyncio.Event(), asyncio.Event()
+
+    async def touch_that_hangs() -> None:
+        touching.set()
+        try:
+            await asyncio.sleep(0.5)
+        except asyncio.CancelledError:
+            await released.wait()  # lost the cancellation, and the call never returns
+
+    store = MemoryJobStore()
+    await store.save(JobRecord(id="j2", tenant_id="default", knowledge_base_id="kb", kind="text", source="s"))
+    await store.put_data("j2", b"some text")
+    job = IngestJob(store, MemoryStreamManager(), lambda: IngestionDone(touching),  # type: ignore[arg-type,return-value]
+                    heartbeat_s=0.03, stall_s=600)
+    try:
+        async with asyncio.timeout(10):  # REPORTER_STOP_S (5 s) at most
+            final = await job.run("j2", touch=touch_that_hangs)
+        assert final is not None and final.state == JobState.DONE
+    finally:
+        released.set()
