@@ -43,13 +43,13 @@ async def sqlite_saver(path: Path) -> AsyncIterator[BaseCheckpointSaver]:
 
 def redis_serializer() -> JsonPlusSerializer:
     """langgraph-checkpoint-redis stores JSON (RedisJSON); the same allow-list, in its two forms."""
-    from langgraph.checkpoint.redis.jsonplus_redis import JsonPlusRedisSerializer
+    from ragline.checkpoints.redis_json import message_caching_serializer
 
     types = checkpoint_types()
     # A run cancelled mid-node (a replica shutting down) leaves its task's CancelledError as an error
     # write; exceptions are never revived (they load as None), listing it only keeps the log quiet.
     cancelled = [("asyncio", "exceptions", "CancelledError")]
-    return JsonPlusRedisSerializer(
+    return message_caching_serializer(
         allowed_json_modules=[(*t.__module__.split("."), t.__name__) for t in types] + cancelled,
         allowed_msgpack_modules=[(t.__module__, t.__name__) for t in types],
     )

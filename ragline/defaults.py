@@ -121,6 +121,9 @@ STREAM_TTL_S = 3600  # Redis event streams expire an hour after their last event
 STREAM_BLOCK_MS = 2000  # one XREAD BLOCK waits this long: well under the socket timeout, so a quiet wait never times out
 REDIS_SOCKET_TIMEOUT_S = 10.0  # a Redis command that has not answered by then failed (a dead server, not a slow one)
 REDIS_CONNECT_TIMEOUT_S = 2.0  # connecting to Redis on the local network takes milliseconds
+# Conversation messages whose checkpoint encoding a process keeps (checkpoints/redis_json.py): more
+# than the messages of all sessions answering at once, or the LRU evicts what the next step needs.
+CHECKPOINT_MESSAGE_CACHE = 16384
 REDIS_RETRIES = 3  # a dropped connection is retried this often (with backoff) before a request fails with 503
 TITLE_WAIT_AFTER_COMPLETE_S = 3.0  # SSE waits this long for a new session's title
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline.checkpoints import redis_json
 from ragline.checkpoints.redis_json import DECODER, ENCODER, OrjsonRedis
-from ragline.checkpoints.savers import redis_saver
+from ragline.checkpoints.savers import redis_saver, redis_serializer
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
@@ -69,3 +70,56 @@ async def test_the_redis_checkpointer_writes_and_reads_checkpoints_with_orjson(r
             pass
         assert encoded, "checkpoints went through the stdlib JSON encoder"
         assert [m.content for m in await threads.messages_of(graph, "s")] == ["How are you?", "Fine."]
+
+
+def _serializer(cache_size: int = 100):
+    from ragline.checkpoints.redis_json import message_caching_serializer
+
+    return message_caching_serializer([], [], cache_size=cache_size)
+
+
+def _conversation(turns: int) -> dict:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    messages = [m for n in range(turns) for m in (HumanMessage(f"question {n}", id=f"u{n}"), AIMessage(f"answer {n}", id=f"a{n}"))]
+    return {"channel_values": {"messages": messages}}
+
+
+@pytest.mark.parametrize("make", [_serializer, redis_serializer], ids=["caching serializer", "the Redis checkpointer's"])
+def test_each_message_is_encoded_once_however_many_checkpoints_hold_it(monkeypatch, make):
+    from langchain_core.load.serializable import Serializable
+
+    calls: list[str] = []
+    real = Serializable.to_json
+    monkeypatch.setattr(Serializable, "to_json", lambda self: calls.append(self.id) or real(self))
+    serde, state = make(), _conversation(5)
+    first = serde.dumps_typed(state)
+    assert len(calls) == 10
+    assert serde.dumps_typed(state) == first and len(calls) == 10  # the next step's checkpoint: nothing encoded again
+
+
+def test_a_message_replaced_under_the_same_id_is_encoded_anew():
+    from langchain_core.messages import AIMessage
+
+    serde, state = _serializer(), _conversation(1)
+    serde.dumps_typed(state)
+    state["channel_values"]["messages"][1] = AIMessage("a corrected answer", id="a0")
+    assert b"a corrected answer" in serde.dumps_typed(state)[1]
+    state["channel_values"]["messages"][1].content = "changed in place"  # nothing does this; if it did, it shows
+    assert b"changed in place" in serde.dumps_typed(state)[1]
+
+
+def test_a_message_is_revived_once_and_reads_back_equal():
+    serde, state = _serializer(), _conversation(3)
+    encoded = serde.dumps_typed(state)
+    fresh = _serializer()  # another process: nothing cached from the encoding
+    first, second = fresh.loads_typed(encoded), fresh.loads_typed(encoded)
+    assert first["channel_values"]["messages"] == state["channel_values"]["messages"]
+    assert all(a is b for a, b in zip(first["channel_values"]["messages"], second["channel_values"]["messages"]))
+
+
+def test_the_caches_stay_within_their_size():
+    serde = _serializer(cache_size=4)
+    encoded = serde.dumps_typed(_conversation(10))
+    serde.loads_typed(encoded)
+    assert len(serde._messages) <= 4 and len(serde._revived) <= 4
