@@ -51,16 +51,27 @@ class OrjsonDecoder:
 ENCODER, DECODER = OrjsonEncoder(), OrjsonDecoder()
 
 
+def _json_commands(client: Redis, encoder: Any, decoder: Any) -> AsyncJSON:
+    """The client's JSON commands, made once: each AsyncJSON registers its reply callbacks on the
+    client again (2% of a serving replica's samples when made per command, as redis-py does)."""
+    if encoder is not ENCODER or decoder is not DECODER:
+        return AsyncJSON(client=client, encoder=encoder, decoder=decoder)
+    commands = client.__dict__.get("_orjson_commands")
+    if commands is None:
+        commands = client.__dict__["_orjson_commands"] = AsyncJSON(client=client, encoder=encoder, decoder=decoder)
+    return commands
+
+
 class OrjsonPipeline(Pipeline):
     def json(self, encoder: Any = ENCODER, decoder: Any = DECODER) -> AsyncJSON:  # type: ignore[override]  # redis-py types it as the sync JSON
-        return AsyncJSON(client=self, encoder=encoder, decoder=decoder)
+        return _json_commands(self, encoder, decoder)
 
 
 class OrjsonRedis(Redis):
     """redis.asyncio.Redis, with orjson in its JSON commands and in those of its pipelines."""
 
     def json(self, encoder: Any = ENCODER, decoder: Any = DECODER) -> AsyncJSON:  # type: ignore[override]  # redis-py types it as the sync JSON
-        return AsyncJSON(client=self, encoder=encoder, decoder=decoder)
+        return _json_commands(self, encoder, decoder)
 
     def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> OrjsonPipeline:
         return OrjsonPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)

@@ -44,12 +44,17 @@ async def snapshot(graph: Graph, session_id: str) -> StateSnapshot:
     The Redis saver keeps a "latest" pointer beside the checkpoints; a process killed between
     writing a checkpoint and moving the pointer leaves it one step behind, and resuming from it
     would see no pending task and end the turn silently. Checkpoint ids are time-ordered, so the
-    newest in the history wins over the pointer.
+    newest in the history wins over the pointer. A thread at rest (the newest checkpoint has no
+    next task, as after every finished turn) is read once, from the history; only one left mid-turn
+    is read from the pointer too, whose pending writes LangGraph applies to the state it shows.
     """
-    current = await graph.aget_state(thread_config(session_id))
+    newest = None
     async for newest in graph.aget_state_history(thread_config(session_id), limit=1):
-        if _checkpoint_id(newest) > _checkpoint_id(current):
+        if not newest.next:  # at rest (every turn ends so): no task whose writes the head could add
             return newest
+    current = await graph.aget_state(thread_config(session_id))
+    if newest is not None and _checkpoint_id(newest) > _checkpoint_id(current):
+        return newest
     return current
 
 

@@ -73,3 +73,14 @@ async def test_edits_write_new_checkpoints_and_keep_the_history(graph, scripted_
     await threads.clear_messages(graph, "s")
     assert await ids(graph, "s") == []
     assert len([s async for s in graph.aget_state_history(threads.thread_config("s"))]) == before + 1
+
+
+async def test_a_thread_at_rest_is_read_once_from_its_newest_checkpoint(graph, scripted_model, monkeypatch):
+    scripted_model.on(lambda b: True, Reply(chunks=["An answer."]))
+    await turn(graph, "s9", 1)
+    pointer_reads: list[object] = []
+    real = graph.aget_state
+    monkeypatch.setattr(graph, "aget_state", lambda *a, **k: pointer_reads.append(a) or real(*a, **k))
+    state = await threads.snapshot(graph, "s9")
+    assert not state.next and [m.id for m in state.values["messages"]] == ["u1", "a1"]
+    assert pointer_reads == []  # the history's newest checkpoint alone: one read of the thread, not two
