@@ -92,7 +92,8 @@ class MemoryStreamManager:
             return entries
         changed = log.changed
         try:
-            await asyncio.wait_for(changed.wait(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: on 3.11 it makes a task per wait, one per token
+                await changed.wait()
         except TimeoutError:
             return []
         return log.entries[int(after or 0) :]

@@ -67,28 +67,38 @@ class TurnDriver:
 
     def seen(self, event: StreamResponse) -> StreamResponse:
         """Track what the client was shown: failures, and the progress cards still open."""
-        tool = (event.data or {}).get("tool_name")
-        if event.response_type == ResponseType.ERROR:
-            self.failed = True
-        elif event.response_type == ResponseType.TOOL_CALL and tool:
-            self._open_windows[tool] = None
-        elif event.response_type == ResponseType.TOOL_RESULT and tool:
-            self._open_windows.pop(tool, None)
+        self._see(event.response_type, event.data)
         return event
+
+    def _see(self, kind: str, data: dict[str, Any] | None) -> None:
+        tool = (data or {}).get("tool_name")
+        if kind == ResponseType.ERROR:
+            self.failed = True
+        elif kind == ResponseType.TOOL_CALL and tool:
+            self._open_windows[tool] = None
+        elif kind == ResponseType.TOOL_RESULT and tool:
+            self._open_windows.pop(tool, None)
 
     async def events(self, graph_input: Any) -> AsyncIterator[StreamResponse]:
         """The graph's events; an unexpected failure becomes one error event (cancellation propagates)."""
+        async for event in self.event_dicts(graph_input):
+            yield StreamResponse.model_validate(event)
+
+    async def event_dicts(self, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+        """`events` as the JSON-ready dicts the stages emitted, for a host that stores or sends them
+        as they are (the HTTP service): an answer token is then never parsed back into a model."""
         try:
             stream = self.graph.astream(graph_input, self.config, context=self.context, stream_mode="custom", durability=self.durability)
             async for chunk in stream:
-                yield self.seen(StreamResponse.model_validate(chunk))
+                self._see(chunk.get("response_type", ""), chunk.get("data"))
+                yield chunk
         except Exception as exc:
             self.failure = exc  # the host decides how loudly to log it; a CLI must not print a traceback
             log.debug("turn %s failed", self.turn.assistant_message_id, exc_info=True)
             for event in self._close_windows(str(exc) or type(exc).__name__):
-                yield event
+                yield _dict(event)
             if not self.failed:
-                yield self.seen(events.error(self.turn, f"the pipeline failed: {exc}", code="internal"))
+                yield _dict(self.seen(events.error(self.turn, f"the pipeline failed: {exc}", code="internal")))
 
     def _close_windows(self, error: str) -> list[StreamResponse]:
         """Progress cards the graph left open (a stage raised, or the run was cancelled hard), as failed."""
@@ -110,6 +120,10 @@ class TurnDriver:
             yield event
         for event in self.closing():
             yield event
+
+
+def _dict(event: StreamResponse) -> dict[str, Any]:
+    return event.model_dump(mode="json", exclude_none=True)  # as events.emit writes it
 
 
 async def stream_turn(graph: Graph, request: PipelineRequest, context: RunContext | None = None,

@@ -208,8 +208,8 @@ class RunManager:
                 await threads.settle(self.backend.graph, record.session_id)
             if graph_input is not _SKIP and not run.cancelled:
                 async with asyncio.timeout(defaults.RUN_MAX_S):
-                    async for event in run.driver.events(graph_input):  # agent_query went out at submit
-                        await self._write(run, dump(event))
+                    async for event in run.driver.event_dicts(graph_input):  # agent_query went out at submit
+                        await self._write(run, event)
                 if run.driver.failure is not None:
                     log.error("run %s failed", record.message_id, exc_info=run.driver.failure)
         except asyncio.CancelledError:

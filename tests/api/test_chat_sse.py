@@ -149,3 +149,16 @@ async def test_an_injection_is_refused_with_an_input_refused_event_and_no_answer
     assert len(refused) == 1 and refused[0]["data"] == {"code": "input_refused", "reason": "instruction_override"}
     assert types(got)[-1] == "complete" and answer_of(got) == "" and scripted_model.requests == []
     assert (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"] == []
+
+
+async def test_answer_tokens_go_from_the_graph_to_the_stream_without_being_parsed_again(client, scripted_model, monkeypatch):
+    from ragline.graph.events import StreamResponse
+
+    parsed: list[object] = []
+    real = StreamResponse.model_validate.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(StreamResponse, "model_validate", classmethod(lambda cls, obj, **k: parsed.append(obj) or real(cls, obj, **k)))
+    scripted_model.on(lambda b: True, Reply(chunks=WORDS.split(" ")))
+    sid = await new_session(client, title="t")
+    got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+    assert answer_of(got) == "".join(WORDS.split(" "))
+    assert parsed == []  # the service writes the stages' JSON-ready events as they are: no model per token
