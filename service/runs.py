@@ -269,8 +269,6 @@ class RunManager:
     def _after_turn(self, run: _Run, values: dict[str, Any]) -> None:
         """Citations into the caller's ledger, the turn into their chat history when asked
         (service/after_turn.py); in the background: the client's `complete` never waits on them."""
-        if run.cancelled:
-            return
         try:
             jobs = self.after_turn.jobs(values, run.record, run.request, run.transcript)
         except Exception:
@@ -280,8 +278,7 @@ class RunManager:
             self._spawn(job)
 
     async def _settle_answer(self, run: _Run, values: dict[str, Any] | None) -> None:
-        """The saved assistant message and the client's transcript must agree (`values`: the thread
-        after the turn, None when it was stopped)."""
+        """The saved assistant message and the client's transcript must agree (`values`: the thread after the turn)."""
         record, graph = run.record, self.backend.graph
         shown = run.transcript
         if run.cancelled:
