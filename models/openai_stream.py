@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat completions read straight off the wire (httpx, orjson), without litellm.
+"""OpenAI-compatible chat completions read straight off the wire (aiohttp, orjson), without litellm.
 
 Why: relaying many streams, litellm's per-chunk work (pydantic objects, cost and usage
 bookkeeping, logging callbacks in threads) was ~70% of a server's CPU. A self-hosted
@@ -8,11 +8,16 @@ reads `data:` lines and parses each with orjson. OpenAI's own models (gpt-*, o*)
 through litellm, which maps their per-model parameters (max_completion_tokens, dropped
 temperature); so do all other providers.
 
+The transport is aiohttp, not httpx: relaying 100 streams at 20 chunks/s, httpx (httpcore, h11,
+an anyio cancel scope per read, a pool that walks every connection) cost 500-800 µs of CPU per
+chunk and aiohttp 33-38 µs (a throw-away script, uvloop, the stamped model of benchmarks/).
+
 Errors keep the meaning models/retry.py gives them: an HTTP status travels as
-`ProviderStatusError.status_code` with the response's headers (Retry-After), a dropped
-connection as httpx's transport error, a timeout (also the longest silence inside a stream) as a
-TimeoutError, a malformed chunk as a JSONDecodeError. A stream that ends with neither a finish
-reason nor [DONE] was cut short: `StreamCut`, a ConnectionError, like a dropped connection.
+`ProviderStatusError.status_code` with the response's headers (Retry-After), a refused or dropped
+connection as a ConnectionError (`ProviderConnectionError`), a timeout (also the longest silence
+inside a stream) as a TimeoutError, a malformed chunk as a JSONDecodeError. A stream that ends
+with neither a finish reason nor [DONE] was cut short: `StreamCut`, a ConnectionError, like a
+dropped connection.
 """
 
 from __future__ import annotations
@@ -24,14 +29,16 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
+import aiohttp
 
 try:
     import orjson
 
     _loads: Callable[[bytes], Any] = orjson.loads  # raises orjson.JSONDecodeError, a json.JSONDecodeError
+    _HAS_ORJSON = True
 except ImportError:  # pragma: no cover - orjson is optional
     _loads = json.loads
+    _HAS_ORJSON = False
 
 OPENAI_FAMILIES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-")  # OpenAI's models: litellm maps their parameters
 KEEPALIVE_S = 2.0  # idle pooled connections close well before a server's usual 5 s idle timeout would, mid-request
@@ -51,10 +58,14 @@ def serves_directly(model: str, api_base: str | None) -> bool:
 class ProviderStatusError(RuntimeError):
     """The provider answered with an HTTP error status (or put an error object in its stream)."""
 
-    def __init__(self, message: str, status_code: int | None, response: httpx.Response | None = None) -> None:
+    def __init__(self, message: str, status_code: int | None, response: aiohttp.ClientResponse | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.response = response  # models/retry.py reads Retry-After from its headers
+
+
+class ProviderConnectionError(ConnectionError):
+    """No connection to the provider, or it dropped: worth a retry (models/retry.py)."""
 
 
 class ProviderTimeout(TimeoutError):
@@ -136,8 +147,8 @@ def parse_chunk(payload: bytes) -> Chunk:
     return reasoning, content, choice.get("finish_reason"), usage
 
 
-def _error_from_body(body: Any, response: httpx.Response | None) -> ProviderStatusError:
-    status = response.status_code if response is not None else None
+def _error_from_body(body: Any, response: aiohttp.ClientResponse | None) -> ProviderStatusError:
+    status = response.status if response is not None else None
     error = body.get("error") if isinstance(body, dict) else None
     message = (error.get("message") if isinstance(error, dict) else error) or body
     code = error.get("code") if isinstance(error, dict) else None
@@ -147,18 +158,18 @@ def _error_from_body(body: Any, response: httpx.Response | None) -> ProviderStat
     return ProviderStatusError(f"{prefix}{str(message)[:500]}", status, response)
 
 
-async def _raise_for_status(response: httpx.Response) -> None:
-    if response.status_code < 400:
+async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
+    if response.status < 400:
         return
     body = b""
-    async for piece in response.aiter_bytes():
+    async for piece in response.content.iter_any():
         body += piece
         if len(body) >= ERROR_BODY_MAX:
             break
     try:
         parsed: Any = _loads(body)
     except ValueError:
-        parsed = {"error": body.decode("utf-8", "replace")[:500] or response.reason_phrase}
+        parsed = {"error": body.decode("utf-8", "replace")[:500] or response.reason or ""}
     raise _error_from_body(parsed, response)
 
 
@@ -176,39 +187,56 @@ class _Seen:
         return chunk
 
 
+# Every pool opened on a loop, for close_sessions: aiohttp wants its sessions closed, and says so
+# on stderr ("Unclosed client session") when one is collected open.
+_OPEN: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[aiohttp.ClientSession]] = weakref.WeakKeyDictionary()
+
+
+async def close_sessions() -> None:
+    """Close the connection pools opened on the running loop (Services.aclose calls it at shutdown)."""
+    for session in _OPEN.pop(asyncio.get_running_loop(), []):
+        await session.close()
+
+
 class OpenAIStreamClient:
     """Chat completions of one OpenAI-compatible server; one connection pool per event loop."""
 
     def __init__(self, api_base: str, api_key: str | None, timeout: float) -> None:
         self.url = api_base.rstrip("/") + "/chat/completions"
         key = api_key or os.environ.get("OPENAI_API_KEY")
-        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
         self.timeout = timeout
         # a pool is bound to the loop that opened its sockets (tests and CLI runs use several loops)
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = weakref.WeakKeyDictionary()
 
-    def _client(self) -> httpx.AsyncClient:
+    def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            # no cap on connections: every concurrent answer is one stream; a cap would queue answers
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=KEEPALIVE_S)
-            client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(self.timeout), headers=self.headers)
-            self._clients[loop] = client
-        return client
+        session = self._sessions.get(loop)
+        if session is None or session.closed:
+            # no cap on connections (limit=0): every concurrent answer is one stream; a cap would queue answers
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
+            # `timeout`: to connect, and between two reads (so also a stalled stream); trust_env: proxies, as httpx did
+            timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=self.timeout)
+            session = aiohttp.ClientSession(connector=connector, headers=self.headers, timeout=timeout, trust_env=True)
+            self._sessions[loop] = session
+            _OPEN.setdefault(loop, []).append(session)
+        return session
 
-    def _timeout(self, exc: httpx.TimeoutException) -> ProviderTimeout:
-        phase = "connecting" if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout) else "waiting for data"
-        return ProviderTimeout(f"timed out after {self.timeout:g} s {phase}: {type(exc).__name__}")
+    def _failure(self, exc: Exception) -> Exception:
+        """aiohttp's errors in the terms models/retry.py reads: a timeout, or a lost connection."""
+        if isinstance(exc, TimeoutError):  # aiohttp's connect and read timeouts are TimeoutErrors
+            phase = "connecting" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "waiting for data"
+            return ProviderTimeout(f"timed out after {self.timeout:g} s {phase}: {type(exc).__name__}")
+        return ProviderConnectionError(f"{type(exc).__name__}: {exc}")
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[Chunk]:
         """The chunks of one streamed completion; closing the iterator closes the connection."""
         request = {**body, "stream": True, "stream_options": {"include_usage": True}}
         parser, seen = SSEDataParser(), _Seen()
         try:
-            async with self._client().stream("POST", self.url, json=request) as response:
+            async with self._session().post(self.url, data=_dumps(request)) as response:
                 await _raise_for_status(response)
-                async for piece in response.aiter_bytes():  # decoded: a proxy may gzip the stream
+                async for piece in response.content.iter_any():  # decoded: a proxy may gzip the stream
                     for payload in parser.feed(piece):
                         if payload == DONE:
                             return  # leaving the block closes the response (and its connection, if unread)
@@ -217,8 +245,8 @@ class OpenAIStreamClient:
                     if payload == DONE:
                         return
                     yield seen.chunk(payload)
-        except httpx.TimeoutException as exc:
-            raise self._timeout(exc) from exc
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._failure(exc) from exc
         # a whole body without a single event is a malformed reply, not a cut (models/chat.py says so)
         if seen.events and not seen.ended:
             raise StreamCut("the stream ended without a finish reason or [DONE]")
@@ -226,11 +254,16 @@ class OpenAIStreamClient:
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """One completion, not streamed: the reply's JSON object."""
         try:
-            response = await self._client().post(self.url, json={**body, "stream": False})
-        except httpx.TimeoutException as exc:
-            raise self._timeout(exc) from exc
-        await _raise_for_status(response)
-        reply = _loads(response.content)
+            async with self._session().post(self.url, data=_dumps({**body, "stream": False})) as response:
+                await _raise_for_status(response)
+                content = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._failure(exc) from exc
+        reply = _loads(content)
         if not isinstance(reply, dict) or not reply.get("choices"):
-            raise json.JSONDecodeError("a completion without choices", response.text[:200], 0)
+            raise json.JSONDecodeError("a completion without choices", content[:200].decode("utf-8", "replace"), 0)
         return reply
+
+
+def _dumps(request: dict[str, Any]) -> bytes:
+    return orjson.dumps(request) if _HAS_ORJSON else json.dumps(request).encode()

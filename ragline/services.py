@@ -299,7 +299,11 @@ class Services:
         return thread
 
     async def aclose(self) -> None:
-        """Close what was opened (the memory store's file, the graph store's and shared Redis' connections); stop wiki rebuilds."""
+        """Close what was opened (the memory store's file, the graph store's and shared Redis' connections, the
+        chat models' connection pools); stop wiki rebuilds."""
+        from ragline.models.openai_stream import close_sessions
+
+        await close_sessions()
         wiki = self._lazies.get("wiki")
         if wiki is not None and wiki.opened is not None:
             await wiki.opened.aclose()

@@ -235,3 +235,19 @@ def test_a_chunk_that_is_not_a_json_object_is_a_json_error(payload):
         return  # a JSON object (rarely drawn): parsed, not refused
     with pytest.raises(json.JSONDecodeError):
         parse_chunk(payload)
+
+
+async def test_services_close_the_connection_pools_their_chat_models_opened(scripted_model):
+    import asyncio
+
+    from ragline.models.openai_stream import OpenAIStreamClient
+    from ragline.services import Services
+    from tests.scripted_model import Reply
+
+    scripted_model.on(lambda body: True, Reply(chunks=["a"]))
+    client = OpenAIStreamClient(scripted_model.base_url, "k", 5)
+    [chunk async for chunk in client.stream({"model": "scripted", "messages": [{"role": "user", "content": "q"}]})]
+    session = client._sessions[asyncio.get_running_loop()]
+    assert not session.closed
+    await Services().aclose()
+    assert session.closed  # else aiohttp prints "Unclosed client session" when the process ends
