@@ -61,7 +61,7 @@ async def main(args: argparse.Namespace) -> None:
     model, base_url = stamped_model.start(args.chunks, rate=1e6)
     try:
         readers = {"ChatClient (litellm + OpenAI SDK)": through_chat_client,
-                   "ChatClient (models/openai_stream.py: httpx + orjson)": through_chat_client_direct, "httpx + json": through_httpx}
+                   "ChatClient (models/openai_stream.py: aiohttp + orjson)": through_chat_client_direct, "httpx + json": through_httpx}
         costs: dict[str, list[float]] = {name: [] for name in readers}
         for _ in range(args.rounds + 1):  # the first round pays imports and connection set-up
             for name, read in readers.items():
