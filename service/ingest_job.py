@@ -92,12 +92,12 @@ class _Progress:
 async def _stop(reporter: asyncio.Task[None], progress: _Progress) -> None:
     """End the reporter without waiting on it for long.
 
-    A cancellation can be lost inside a Redis call: on Python 3.11 a cancel that lands as the
-    client's socket timeout expires turns into a TimeoutError, which the client retries. The
-    reporter then went on publishing and touching the heartbeat while the job waited for it: a
-    benchmark job, its document stored, hung until the stall watchdog ended the reporter 600 s
-    later. Now the reporter also stops at its next turn on `ended`, and the job goes on after
-    REPORTER_STOP_S whatever the reporter does.
+    A benchmark job, its document stored, hung here until the stall watchdog ended the reporter
+    600 s later: the reporter had gone on touching the heartbeat after it was cancelled, so the
+    cancellation was lost on its way. The likeliest path (not reproduced alone): in a Redis call,
+    on Python 3.11, a cancel that lands as the client's socket timeout expires becomes a
+    TimeoutError, which the client retries. Now the reporter also stops at its next turn on
+    `ended`, and the job goes on after REPORTER_STOP_S whatever the reporter does.
     """
     progress.ended = True
     reporter.cancel()
