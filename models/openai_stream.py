@@ -23,6 +23,7 @@ dropped connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import weakref
@@ -198,6 +199,26 @@ async def close_sessions() -> None:
         await session.close()
 
 
+def _opened(loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession) -> None:
+    sessions = _OPEN.get(loop)
+    if sessions is None:
+        sessions = _OPEN[loop] = []
+        # when the loop goes (or the interpreter exits first), what no host closed is closed quietly
+        weakref.finalize(loop, _close_left_open, sessions)
+    sessions.append(session)
+
+
+def _close_left_open(sessions: list[aiohttp.ClientSession]) -> None:
+    """Pools no host closed (a test's loop, a graph that Studio hosts): their sockets closed now,
+    with no loop left to await on, instead of aiohttp's "Unclosed client session" on stderr."""
+    for session in sessions:
+        if not session.closed:
+            with contextlib.suppress(Exception):
+                session.connector._close()  # type: ignore[union-attr]  # sync (close() is a coroutine): the transports, at once
+            session.detach()
+    sessions.clear()
+
+
 class OpenAIStreamClient:
     """Chat completions of one OpenAI-compatible server; one connection pool per event loop."""
 
@@ -219,7 +240,7 @@ class OpenAIStreamClient:
             timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=self.timeout)
             session = aiohttp.ClientSession(connector=connector, headers=self.headers, timeout=timeout, trust_env=True)
             self._sessions[loop] = session
-            _OPEN.setdefault(loop, []).append(session)
+            _opened(loop, session)
         return session
 
     def _failure(self, exc: Exception) -> Exception:

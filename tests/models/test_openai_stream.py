@@ -251,3 +251,27 @@ async def test_services_close_the_connection_pools_their_chat_models_opened(scri
     assert not session.closed
     await Services().aclose()
     assert session.closed  # else aiohttp prints "Unclosed client session" when the process ends
+
+
+def test_a_pool_no_host_closed_goes_quietly_with_its_loop(scripted_server):
+    """A graph hosted by Studio, a script: nobody calls Services.aclose. aiohttp would then print
+    "Unclosed client session" when the process ends; the pool is closed with its loop instead."""
+    import subprocess
+    import sys
+
+    from tests.scripted_model import Reply
+
+    scripted_server.reset()
+    scripted_server.on(lambda body: True, Reply(chunks=["a"]))
+    script = (
+        "import asyncio\n"
+        "from ragline.models.openai_stream import OpenAIStreamClient\n"
+        "async def main():\n"
+        f"    client = OpenAIStreamClient({scripted_server.base_url!r}, 'k', 5)\n"
+        "    body = {'model': 'scripted', 'messages': [{'role': 'user', 'content': 'q'}]}\n"
+        "    print([chunk async for chunk in client.stream(body)][0][1])\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "a", done.stderr
+    assert "Unclosed" not in done.stderr, done.stderr
