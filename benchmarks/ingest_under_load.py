@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +82,7 @@ async def new_kb(client: httpx.AsyncClient, name: str) -> str:
 
 
 async def post_documents(client: httpx.AsyncClient, kb: str, count: int, corpus: list[tuple[str, str]]) -> list[str]:
-    """Job URLs of `count` text documents posted with POST_CONCURRENCY in flight, in order; the clock
-    when the last upload was accepted is `UPLOADS_DONE` (the report splits turns at it)."""
+    """Job URLs of `count` text documents posted with POST_CONCURRENCY in flight, in order."""
     gate = asyncio.Semaphore(POST_CONCURRENCY)
 
     async def post(i: int) -> str:
@@ -95,12 +94,7 @@ async def post_documents(client: httpx.AsyncClient, kb: str, count: int, corpus:
             raise RuntimeError(f"upload {i}: HTTP {response.status_code} {response.text[:200]}")
         return str(response.headers["location"])
 
-    urls = list(await asyncio.gather(*(post(i) for i in range(count))))
-    UPLOADS_DONE.append(time.time())
-    return urls
-
-
-UPLOADS_DONE: list[float] = []  # wall clock of each post_documents' last accepted upload
+    return list(await asyncio.gather(*(post(i) for i in range(count))))
 
 
 async def wait_jobs(client: httpx.AsyncClient, jobs: list[str], timeout_s: float) -> list[dict[str, Any]]:
@@ -125,6 +119,7 @@ class Throughput:
     not_done: int  # failed, canceled, or still running when the phase timed out
     seconds: float
     window: tuple[float, float]  # wall clock: first job created, last job ended
+    uploads_done: float = 0.0  # wall clock: the last upload accepted (serve's upload work ends here)
 
     @classmethod
     def of(cls, records: list[dict[str, Any]]) -> Throughput:
@@ -190,7 +185,6 @@ class Phase:
     workers: int
     turns: list[Turn]
     throughput: Throughput | None = None
-    uploads_done: float = 0.0  # wall clock: the last upload accepted (serve's upload work ends here)
     slow_redis: list[SlowCommand] = field(default_factory=list)
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds each part used during the phase
 
@@ -207,8 +201,8 @@ class Phase:
 
     def split(self) -> tuple[list[Turn], list[Turn]]:
         """Counted turns asked while serve still accepted uploads, and those asked after."""
-        counted = self.counted()
-        return ([t for t in counted if t.asked < self.uploads_done], [t for t in counted if t.asked >= self.uploads_done])
+        counted, done = self.counted(), self.throughput.uploads_done if self.throughput else 0.0
+        return [t for t in counted if t.asked < done], [t for t in counted if t.asked >= done]
 
 
 # --- the run ---
@@ -236,7 +230,7 @@ async def run(args: argparse.Namespace, deployment: Deployment) -> list[Phase]:
             before = deployment.cpu_seconds()
             phase.throughput = await with_streams(client, chat_kb, queries, args, phase.turns,
                                                   ingest(client, kb, args.documents, corpus, args.phase_timeout_s))
-            phase.uploads_done, phase.slow_redis = UPLOADS_DONE[-1], deployment.slow_commands()
+            phase.slow_redis = deployment.slow_commands()
             phase.cpu_s = spent(before, deployment.cpu_seconds())
             deployment.stop_workers()
             phases.append(phase)
@@ -250,7 +244,9 @@ def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
 
 
 async def ingest(client: httpx.AsyncClient, kb: str, count: int, corpus: list[tuple[str, str]], timeout_s: float) -> Throughput:
-    return Throughput.of(await wait_jobs(client, await post_documents(client, kb, count, corpus), timeout_s))
+    jobs = await post_documents(client, kb, count, corpus)
+    uploads_done = time.time()
+    return replace(Throughput.of(await wait_jobs(client, jobs, timeout_s)), uploads_done=uploads_done)
 
 
 async def with_streams(client: httpx.AsyncClient, kb: str, queries: list[str], args: argparse.Namespace,

@@ -46,7 +46,7 @@ from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import LastRequestState, Session, utcnow
-from ragline.service.titles import generate_title
+from ragline.service.titles import title_new_session
 from ragline.services import Services
 
 log = logging.getLogger(__name__)
@@ -387,15 +387,9 @@ class RunManager:
     # --- titles ---
 
     async def _title(self, record: RunRecord, request: PipelineRequest) -> None:
-        title = await generate_title(record.query, self.services.chat(request.chat_model))
-        session = await self.backend.sessions.get(record.session_id)
-        if session is None:
-            return
-        if not session.title:
-            await self.backend.sessions.patch(record.session_id, {"title": title})
-        else:
-            title = session.title
-        await self.backend.streams.append(record.session_id, record.message_id, dump(events.session_title(turn_of(record), title)))
+        title = await title_new_session(self.backend.sessions, record.session_id, record.query, self.services.chat(request.chat_model))
+        if title is not None:
+            await self.backend.streams.append(record.session_id, record.message_id, dump(events.session_title(turn_of(record), title)))
 
 
 _SKIP = object()

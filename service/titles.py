@@ -12,6 +12,7 @@ import logging
 from ragline import defaults, prompts
 from ragline.models.chat import ChatClient, ChatModelError, ChatOptions
 from ragline.models.think import strip_think
+from ragline.service.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -41,3 +42,16 @@ async def generate_title(query: str, client: ChatClient) -> str:
     except (ChatModelError, TimeoutError) as exc:
         log.warning("session title generation failed: %s", exc)
         return fallback_title(query)
+
+
+async def title_new_session(sessions: SessionStore, session_id: str, query: str, client: ChatClient) -> str | None:
+    """Title a session from its first question and store it, unless it got a title meanwhile (that
+    one stands). Returns the session's title; None when the session was deleted meanwhile."""
+    title = await generate_title(query, client)
+    session = await sessions.get(session_id)
+    if session is None:
+        return None
+    if session.title:
+        return session.title
+    await sessions.patch(session_id, {"title": title})
+    return title

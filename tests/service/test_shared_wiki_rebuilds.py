@@ -44,6 +44,13 @@ def wiki_pages(services: Services, kb_id: str) -> list[tuple[str, list[str], str
             for d in catalog.list_knowledge(kb_id) if is_wiki_document(d)]
 
 
+async def pairing_ingested(replica, model: ScriptedModel, kb_name: str, delay: float):
+    """A wiki-enabled base on `replica` with the pairing document in it; each page takes `delay` to write."""
+    kb = replica.retrieval.knowledge_bases.create(kb_name, wiki_enabled=True)
+    script_slow_pages(model, delay=delay)
+    return kb, await replica.ingestion.ingest_text(kb.id, PAIRING[1], title=PAIRING[0])
+
+
 def wiki_keys(redis_server: RedisServer, kb_id: str) -> list[bytes]:
     return Redis.from_url(redis_server.url).keys(f"ragline:wiki:*{kb_id}")
 
@@ -51,9 +58,7 @@ def wiki_keys(redis_server: RedisServer, kb_id: str) -> list[bytes]:
 async def test_overlapping_rebuilds_on_two_replicas_run_one_at_a_time_and_the_last_documents_get_their_page(
         wiki_replicas, scripted_model: ScriptedModel):
     a, b = wiki_replicas("a"), wiki_replicas("b")
-    kb = a.retrieval.knowledge_bases.create("shared-wiki-lock", wiki_enabled=True)
-    script_slow_pages(scripted_model, delay=1.5)
-    pairing = await a.ingestion.ingest_text(kb.id, PAIRING[1], title=PAIRING[0])
+    kb, pairing = await pairing_ingested(a, scripted_model, "shared-wiki-lock", delay=1.5)
     await page_requested(scripted_model)  # A's rebuild is writing the pairing page
     battery = await b.ingestion.ingest_text(kb.id, BATTERY[1], title=BATTERY[0])  # B is asked while A holds the lock
 
@@ -129,9 +134,7 @@ async def test_a_holder_that_loses_its_lock_abandons_its_rebuild_and_the_new_hol
 async def test_deleting_a_knowledge_base_on_another_replica_deletes_its_wiki_keys(
         wiki_replicas, redis_server: RedisServer, scripted_model: ScriptedModel):
     a, b = wiki_replicas("a"), wiki_replicas("b")
-    kb = a.retrieval.knowledge_bases.create("deleted-wiki", wiki_enabled=True)
-    script_slow_pages(scripted_model, delay=0)
-    await a.ingestion.ingest_text(kb.id, PAIRING[1], title=PAIRING[0])
+    kb, _ = await pairing_ingested(a, scripted_model, "deleted-wiki", delay=0)
     await a.wiki.drain()
     assert wiki_keys(redis_server, kb.id)  # the last report and the request count
 
@@ -142,9 +145,7 @@ async def test_deleting_a_knowledge_base_on_another_replica_deletes_its_wiki_key
 async def test_a_rebuild_running_while_its_base_is_deleted_leaves_no_wiki_keys(
         wiki_replicas, redis_server: RedisServer, scripted_model: ScriptedModel):
     a, b = wiki_replicas("a"), wiki_replicas("b")
-    kb = a.retrieval.knowledge_bases.create("deleted-mid-rebuild", wiki_enabled=True)
-    script_slow_pages(scripted_model, delay=1.5)
-    await a.ingestion.ingest_text(kb.id, PAIRING[1], title=PAIRING[0])
+    kb, _ = await pairing_ingested(a, scripted_model, "deleted-mid-rebuild", delay=1.5)
     await page_requested(scripted_model)
     assert {key.decode().rsplit(":", 2)[1] for key in wiki_keys(redis_server, kb.id)} == {"building", "requests", "lock"}
 
