@@ -74,11 +74,13 @@ async def ask(graph: Any, services: Any, kb_id: str, question: str) -> Turn:
 
 def raw_timings(messages: list[dict], decode_tokens: int = 32) -> tuple[float, float, float, int, int]:
     """(first token of the uncached tail, first token of the whole prompt, decode tokens/s, prompt tokens, cached)."""
-    from ragline.models.local_engine import CHAT_ENGINE
+    from ragline.models.local_engine import chat_engine
     from ragline.models.prompt_cache import PrefixCache, _formatter, _tokens
+    from ragline.settings import get_settings
 
-    llm = CHAT_ENGINE.get()
-    with CHAT_ENGINE.generate_lock:
+    engine = chat_engine(get_settings().chat_model)
+    llm = engine.get()
+    with engine.generate_lock:
         tokens = _tokens(llm, _formatter(llm), messages)
         cache = PrefixCache(llm, None, "raw")
         cached = cache.prime(messages)
@@ -106,28 +108,29 @@ async def main(runs: int) -> None:
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph.graphs import build_graph
     from ragline.ingestion.sample import ensure_sample_kb
-    from ragline.models.local_engine import CHAT_ENGINE
+    from ragline.models.local_engine import chat_engine
     from ragline.services import Services
 
     services = Services.from_settings()
+    engine = chat_engine(services.settings.chat_model)
     stack = await asyncio.to_thread(lambda: services.retrieval)
     kb_id = (await ensure_sample_kb(stack)).id
     graph = build_graph("ragline", checkpointer=memory_saver())
     captured: list[list[dict]] = []
-    generate = CHAT_ENGINE.generate
+    generate = engine.generate
 
     def recording(messages: list, kwargs: dict, *, stream: bool) -> Any:
         captured.append(messages)
         return generate(messages, kwargs, stream=stream)
 
-    CHAT_ENGINE.generate = recording  # type: ignore[method-assign]
+    engine.generate = recording  # type: ignore[method-assign]
     await ask(graph, services, kb_id, "What does the Aurora measure?")  # warm-up: model, embedder, index
     rows: list[dict[str, float]] = []
     for _ in range(runs):
         for question in QUESTIONS:
             captured.clear()
             turn = await ask(graph, services, kb_id, question)
-            stats = CHAT_ENGINE.recent_calls[-1]
+            stats = engine.recent_calls[-1]
             tail, whole, rate, tokens, cached = raw_timings(captured[-1])
             marks = turn.marks
             rows.append({

@@ -13,7 +13,7 @@ import statistics
 import time
 
 from ragline.models.chat import ChatClient, ChatOptions, StreamEnd
-from ragline.models.local_engine import CHAT_ENGINE
+from ragline.models.local_engine import chat_engine
 from ragline.settings import get_settings
 
 QUESTIONS = ["What is the capital of France?", "法国的首都是哪里？", "Explain in two sentences what a weather station measures."]
@@ -33,7 +33,7 @@ async def one_run(client: ChatClient, question: str) -> tuple[float, float, int]
 
 async def main(runs: int) -> None:
     started = time.perf_counter()
-    CHAT_ENGINE.get()
+    chat_engine(get_settings().chat_model).get()
     load = time.perf_counter() - started
     client = ChatClient(get_settings().chat_model)
     rows = []

@@ -36,10 +36,12 @@ def measure(threads: int, batch: int, runs: int) -> tuple[float, float, int]:
     from llama_cpp import Llama
 
     from ragline.models.cpu import free_cores
-    from ragline.models.gguf import QWEN_CODER_05B, assemble
+    from ragline.models.gguf import assemble
+    from ragline.models.local_engine import chat_engine
     from ragline.settings import get_settings
 
-    llm = Llama(model_path=str(assemble(QWEN_CODER_05B, get_settings().models_dir)), n_ctx=2048,
+    spec = chat_engine(get_settings().chat_model).spec
+    llm = Llama(model_path=str(assemble(spec, get_settings().models_dir)), n_ctx=2048,
                 n_threads=threads or None, n_threads_batch=threads or None, n_batch=batch, verbose=False)
     tokens = llm.tokenize(PROMPT.encode(), add_bos=False)
     prefill, decode = [], []

@@ -1,6 +1,6 @@
 """Citations for answers whose model wrote none: each sentence matched to the passages it uses.
 
-Ours, not the seed's. Small local models (the 0.5B default) answer from the contexts but rarely
+Ours, not the seed's. Small local models (the 0.5B and 1.5B Qwen) answer from the contexts but rarely
 write `<ref id="cN"/>`, so their answers would show no sources. Attribution tags each sentence
 of such an answer with the passages that support it, as the same public tag a ref expands to,
 marked `attributed="true"` so the page and the CLI can tell a match from a citation.

@@ -128,14 +128,15 @@ class ChatClient:
     async def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
         if self.is_local:
-            return await asyncio.to_thread(local_engine.CHAT_ENGINE.count_tokens, texts)
+            return await asyncio.to_thread(local_engine.chat_engine(self.model).count_tokens, texts)
         litellm = import_litellm()
         return [litellm.token_counter(model=self.model, text=text) for text in texts]
 
     async def _raw_chat(self, messages: list[Message], options: ChatOptions) -> tuple[str, str, str | None, Any]:
         """(content, provider reasoning, finish reason, usage) of one call."""
         if self.is_local:  # straight to llama.cpp: no litellm import on the embedded default's path
-            result = await local_engine.complete(messages, local_engine.completion_kwargs(options.litellm_kwargs()))
+            engine = local_engine.chat_engine(self.model)
+            result = await local_engine.complete(engine, messages, local_engine.completion_kwargs(options.litellm_kwargs()))
             choice = result["choices"][0]
             return choice["message"].get("content") or "", "", choice.get("finish_reason"), result.get("usage")
         if self._direct is not None:
@@ -169,7 +170,8 @@ class ChatClient:
         )
 
     async def _local_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
-        async for part in local_engine.stream_parts(messages, local_engine.completion_kwargs(options.litellm_kwargs())):
+        engine = local_engine.chat_engine(self.model)
+        async for part in local_engine.stream_parts(engine, messages, local_engine.completion_kwargs(options.litellm_kwargs())):
             choice = part["choices"][0]
             yield "", choice.get("delta", {}).get("content") or "", choice.get("finish_reason"), None
 

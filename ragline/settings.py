@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline import defaults
 
-LOCAL_CHAT_MODEL = "ragline/qwen2.5-coder-0.5b-instruct"
+LOCAL_CHAT_MODEL = "ragline/qwen2.5-coder-1.5b-instruct"
 LOCAL_EMBEDDING_MODEL = "ragline/multilingual-e5-small"
 
 

