@@ -86,3 +86,18 @@ def test_two_hits_are_still_too_few_to_weigh_terms_by_rarity():
     other = passage("pairing", "Pairing takes up to three minutes after holding the SENSOR button.", 0.80)
     # 3 of 5 terms: enough when terms weigh alike, not when the 2 missing ones count as rare evidence
     assert [r.id for r in relevant("Why is the rain gauge blocked after heavy storms?", [SCREENSHOT, other])] == ["screenshot"]
+
+
+def test_a_passage_repeating_its_documents_title_gets_no_evidence_from_that_line():
+    def titled(id: str, body: str, similarity: float) -> SearchResult:
+        return SearchResult(id=id, content=f"Super Bowl 50\n{body}", score=similarity, knowledge_id=id, knowledge_base_id="kb",
+                            knowledge_title="Super Bowl 50", vector_score=similarity)
+
+    question = "Which team won Super Bowl 50?"
+    halftime = titled("halftime", "Beyoncé and Bruno Mars joined Coldplay for the halftime show.", 0.86)
+    others = [titled(f"p{i}", f"The stadium sold {i} thousand tickets for the final.", 0.85) for i in range(4)]
+    assert relevant(question, [halftime, *others]) == []  # the title is on every passage: not an answer
+    winner = titled("winner", "The Denver Broncos won Super Bowl 50 against the Carolina Panthers.", 0.86)
+    assert [r.id for r in relevant(question, [winner, halftime, *others])][:1] == ["winner"]
+    untitled = halftime.model_copy(update={"knowledge_title": ""})  # the same first line, not the document's title
+    assert relevance_scores(question, [untitled, *others])[0] > relevance_scores(question, [halftime, *others])[0]
