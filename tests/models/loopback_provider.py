@@ -56,6 +56,7 @@ class LoopbackProvider:
         self.scripts = scripts
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.request_lines: list[str] = []  # "POST /v1/chat/completions HTTP/1.1", or an absolute URI through a proxy
         self.client_closed = asyncio.Event()  # a client hung up while a reply was still going out
         self.port = 0
 
@@ -69,6 +70,7 @@ class LoopbackProvider:
         headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         self.headers.append(headers)
+        self.request_lines.append(lines[0])
         return json.loads(body) if body else None
 
     async def _write(self, writer: asyncio.StreamWriter, script: Script, close: bool = False) -> None:

@@ -97,6 +97,40 @@ async def test_a_whole_reply_without_streaming_reads_content_reasoning_and_usage
     assert result.usage["total_tokens"] == 2 and provider.requests[0]["stream"] is False
 
 
+def _no_proxy_env(monkeypatch) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+async def test_requests_go_through_the_environments_proxy_read_once_per_client(monkeypatch):
+    _no_proxy_env(monkeypatch)
+    async with LoopbackProvider([answer("via"), answer("proxy")]).running() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        client = ChatClient("openai/m", "http://model.invalid/v1", "secret", timeout=5.0, retry=POLICY)
+        first = await _stream(client)
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # not read again for each request
+        second = await _stream(client)
+    assert (_text(first), _text(second)) == ("via", "proxy")
+    assert proxy.request_lines[0].startswith("POST http://model.invalid/v1/chat/completions ")
+
+
+def test_netrc_credentials_are_used_only_when_no_api_key_is_sent(monkeypatch, tmp_path):
+    from ragline.models.openai_stream import env_route
+
+    _no_proxy_env(monkeypatch)
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine models.example login ann password s3cret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    assert env_route("https://models.example/v1/chat/completions", has_key=False).auth.login == "ann"
+    assert env_route("https://models.example/v1/chat/completions", has_key=True).auth is None  # aiohttp refuses both
+    assert env_route("https://other.example/v1", has_key=False).auth is None
+    monkeypatch.setenv("NO_PROXY", "models.example")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert env_route("https://models.example/v1", has_key=True).proxy is None
+    assert str(env_route("https://other.example/v1", has_key=True).proxy) == "http://proxy.example:3128"
+
+
 # --- failures before the first delta: retried as the policy says ---
 
 
