@@ -24,11 +24,11 @@ from typing import Any
 
 from ragline.models.gguf import QWEN_CODER_05B, QWEN_CODER_15B, GGUFSpec, assemble
 from ragline.models.prompt_cache import PrefixCache
-from ragline.settings import get_settings
+from ragline.settings import LOCAL_CHAT_MODEL, get_settings
 
 PROVIDER = "ragline"
 CHAT_MODELS: dict[str, GGUFSpec] = {
-    f"{PROVIDER}/qwen2.5-coder-1.5b-instruct": QWEN_CODER_15B,
+    LOCAL_CHAT_MODEL: QWEN_CODER_15B,  # the default
     f"{PROVIDER}/qwen2.5-coder-0.5b-instruct": QWEN_CODER_05B,
 }
 _SAMPLING_KEYS = ("temperature", "top_p", "seed", "stop", "response_format")
