@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import stamped_model
-from harness import ROOT, scripted_env, sse_frames, wait_healthy
+from harness import ROOT, aiohttp_sse_frames, scripted_env, wait_healthy
 
 from tests.redis_server import free_port
 
@@ -118,13 +118,14 @@ class RaglineServer(Server):
         return "/health"
 
     async def ask(self, client: Any, result: StreamResult) -> None:
-        created = await client.post(f"{self.url}/api/v1/sessions", json={"title": "load"})
-        if created.status_code != 201:
-            return result.fail(f"session: HTTP {created.status_code}")
-        async with client.stream("POST", f"{self.url}/api/v1/sessions/{created.json()['id']}/chat", json=QUERY) as response:
-            if response.status_code != 200:
-                return result.fail(f"chat: HTTP {response.status_code}")
-            async for frame in sse_frames(response):
+        async with client.post(f"{self.url}/api/v1/sessions", json={"title": "load"}) as created:
+            if created.status != 201:
+                return result.fail(f"session: HTTP {created.status}")
+            session_id = (await created.json())["id"]
+        async with client.post(f"{self.url}/api/v1/sessions/{session_id}/chat", json=QUERY) as response:
+            if response.status != 200:
+                return result.fail(f"chat: HTTP {response.status}")
+            async for frame in aiohttp_sse_frames(response):
                 event = json.loads(frame.data)
                 kind = event.get("response_type")
                 if kind == "answer" and event.get("content"):
@@ -149,14 +150,15 @@ class LangGraphServer(Server):
         return "/ok"
 
     async def ask(self, client: Any, result: StreamResult) -> None:
-        created = await client.post(f"{self.url}/threads", json={})
-        if created.status_code != 200:
-            return result.fail(f"thread: HTTP {created.status_code}")
+        async with client.post(f"{self.url}/threads", json={}) as created:
+            if created.status != 200:
+                return result.fail(f"thread: HTTP {created.status}")
+            thread_id = (await created.json())["thread_id"]
         body = {"assistant_id": "ragline", "input": {"request": QUERY}, "stream_mode": ["custom"]}
-        async with client.stream("POST", f"{self.url}/threads/{created.json()['thread_id']}/runs/stream", json=body) as response:
-            if response.status_code != 200:
-                return result.fail(f"runs/stream: HTTP {response.status_code}")
-            async for frame in sse_frames(response):
+        async with client.post(f"{self.url}/threads/{thread_id}/runs/stream", json=body) as response:
+            if response.status != 200:
+                return result.fail(f"runs/stream: HTTP {response.status}")
+            async for frame in aiohttp_sse_frames(response):
                 if frame.event == "custom":
                     event = json.loads(frame.data)
                     if event.get("response_type") == "answer" and event.get("content"):
