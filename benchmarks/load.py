@@ -25,6 +25,10 @@ For each N and each server, fresh processes, a warm-up, then N streams started e
 - server CPU: CPU seconds the server's process tree used during the N streams, and that divided by
   the tokens delivered: what one relayed token costs the server, whatever the machine's load.
 
+The floor (`--servers floor`, benchmarks/floor_relay.py) answers Ragline's routes with nothing
+between the model and the client: no graph, stream log or middleware. Its row is the best this
+machine shows with these parts and this client; a goal below it is out of reach here.
+
 Ragline: POST /api/v1/sessions, then POST /api/v1/sessions/{id}/chat (SSE). The peer: POST
 /threads, then POST /threads/{id}/runs/stream with stream_mode custom, started with
 --n-jobs-per-worker N so that runs stream concurrently instead of queueing.
@@ -35,7 +39,7 @@ models/openai_stream.py; `--readers direct,litellm` also runs Ragline with RAGLI
 measures each row K times and adds a median row: on a shared machine single runs are noisy.
 
     python benchmarks/load.py [--n 50,100,200,500,1000] [--tokens 40] [--rate 20] [--ramp 1]
-                              [--servers ragline,langgraph] [--redis] [--readers direct,litellm] [--repeat 3]
+                              [--servers ragline,langgraph,floor] [--redis] [--readers direct,litellm] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -236,7 +240,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=40, help="tokens per answer")
     parser.add_argument("--rate", type=float, default=20.0, help="tokens per second per answer")
     parser.add_argument("--ramp", type=float, default=1.0, help="seconds over which the N streams start")
-    parser.add_argument("--servers", default="ragline,langgraph", help="which servers: ragline, langgraph")
+    parser.add_argument("--servers", default="ragline,langgraph,floor", help="which servers: ragline, langgraph, floor")
     parser.add_argument("--redis", action="store_true", help="Ragline with Redis checkpoints and streams (a local Redis 8)")
     parser.add_argument("--readers", default="direct", help="Ragline's chat stream readers: direct (models/openai_stream.py), litellm")
     parser.add_argument("--repeat", type=int, default=1, help="measure each row this often and add a median row")

@@ -1,5 +1,6 @@
-"""The two servers of benchmarks/load.py (Ragline and `langgraph dev`, each a process running
-Ragline's graph) and what one client saw of one answer (StreamResult)."""
+"""The servers of benchmarks/load.py (Ragline and `langgraph dev`, each a process running
+Ragline's graph, and the floor: a relay with no pipeline) and what one client saw of one answer
+(StreamResult)."""
 
 from __future__ import annotations
 
@@ -134,6 +135,15 @@ class RaglineServer(Server):
                     result.fail(f"error event: {event.get('content', '')}")
 
 
+class FloorRelay(RaglineServer):
+    """benchmarks/floor_relay.py: Ragline's routes with nothing between the model and the client."""
+
+    name = "floor (bare relay)"
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(ROOT / "benchmarks" / "floor_relay.py"), "--port", str(self.port), "--model", self.env["RAGLINE_CHAT_API_BASE"]]
+
+
 class LangGraphServer(Server):
     name = "langgraph dev"
 
@@ -167,4 +177,4 @@ class LangGraphServer(Server):
                     result.fail(f"error event: {frame.data}")
 
 
-SERVERS: dict[str, type[Server]] = {"ragline": RaglineServer, "langgraph": LangGraphServer}
+SERVERS: dict[str, type[Server]] = {"ragline": RaglineServer, "langgraph": LangGraphServer, "floor": FloorRelay}
