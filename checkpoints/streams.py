@@ -69,6 +69,10 @@ class MemoryStreamManager:
         return entry_id.isdigit() and len(entry_id) < 19
 
     async def append(self, session_id: str, message_id: str, event: Event) -> str:
+        return self.append_now(session_id, message_id, event)
+
+    def append_now(self, session_id: str, message_id: str, event: Event) -> str:
+        """`append` for a caller that cannot wait (a stage emitting an event): nothing here waits."""
         now = time.monotonic()
         self._sweep(now)
         log = self._logs.setdefault((session_id, message_id), _Log())

@@ -17,6 +17,16 @@ from ragline.graph.request import AgentConfig
 EventSink = Callable[[Any], None]
 
 
+class ExclusiveSink:
+    """An event sink that delivers every event itself: `events.emit` then skips LangGraph's custom
+    stream, and the graph's own stream carries no events. For a host that appends a stage's events
+    where they are emitted (service/relay.py), a task switch fewer per answer token than reading
+    them back out of the graph's stream."""
+
+    def __call__(self, event: Any) -> None:
+        raise NotImplementedError
+
+
 @dataclass
 class RunContext:
     session_id: str = field(default="", metadata={"description": "Session (thread) the turn belongs to; generated when empty."})
@@ -27,7 +37,7 @@ class RunContext:
     user_id: str = field(default="default", metadata={"description": "User asking (with the tenant: whose long-term memories are recalled)."})
     agent: AgentConfig | None = field(default=None, metadata={"description": "Defaults for every request setting (the seed's agent configuration); a request's explicit values win."})
     # Host-provided handles (not JSON): typed Any so Studio's schema stays plain.
-    event_sink: Any = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well."})
+    event_sink: Any = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
     cancel_event: Any = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
     services: Any = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
 

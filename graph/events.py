@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, Field
 
-from ragline.graph.context import RunContext
+from ragline.graph.context import ExclusiveSink, RunContext
 from ragline.graph.state import TurnIds
 
 
@@ -125,15 +125,20 @@ def complete(turn: TurnIds, *, stopped: bool = False) -> StreamResponse:
 
 
 def emit(context: RunContext | None, event: StreamResponse) -> None:
-    """Deliver an event: LangGraph's custom stream, plus the host's sink when it gave one."""
+    """Deliver an event: LangGraph's custom stream, plus the host's sink when it gave one (only the
+    sink when it is an ExclusiveSink)."""
+    sink = context.event_sink if context is not None else None
+    if isinstance(sink, ExclusiveSink):
+        sink(event)
+        return
     try:
         writer = get_stream_writer()
     except RuntimeError:  # called outside a graph run (e.g. by a host after the run)
         writer = None
     if writer is not None:
         writer(event.model_dump(mode="json", exclude_none=True))  # plain JSON: Studio and SSE serialise it as is
-    if context is not None and context.event_sink is not None:
-        context.event_sink(event)
+    if sink is not None:
+        sink(event)
 
 
 def memory_recalled(turn: TurnIds, items: list[dict[str, Any]]) -> StreamResponse:

@@ -67,10 +67,11 @@ class TurnDriver:
 
     def seen(self, event: StreamResponse) -> StreamResponse:
         """Track what the client was shown: failures, and the progress cards still open."""
-        self._see(event.response_type, event.data)
+        self.see(event.response_type, event.data)
         return event
 
-    def _see(self, kind: str, data: dict[str, Any] | None) -> None:
+    def see(self, kind: str, data: dict[str, Any] | None) -> None:
+        """`seen` for an event given as its parts (a stage's JSON-ready event, however it reached the host)."""
         tool = (data or {}).get("tool_name")
         if kind == ResponseType.ERROR:
             self.failed = True
@@ -90,7 +91,7 @@ class TurnDriver:
         try:
             stream = self.graph.astream(graph_input, self.config, context=self.context, stream_mode="custom", durability=self.durability)
             async for chunk in stream:
-                self._see(chunk.get("response_type", ""), chunk.get("data"))
+                self.see(chunk.get("response_type", ""), chunk.get("data"))
                 yield chunk
         except Exception as exc:
             self.failure = exc  # the host decides how loudly to log it; a CLI must not print a traceback

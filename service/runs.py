@@ -1,7 +1,8 @@
 """RunManager: graph runs decoupled from connections (seed: qa.go setupSSEStream + AgentStreamHandler).
 
 A request starts a run as a background task and gets its ids back; the run appends every event
-to the StreamManager, where any SSE response — on any replica — reads it. The run outlives its
+to the StreamManager, where any SSE response — on any replica — reads it (the in-process log takes
+the stages' events as they are emitted: service/relay.py). The run outlives its
 client: a refresh or a dropped connection resumes from the stream.
 
 - stop: the stop route appends a `stop` event and raises the run's stop flag; the holder's stop
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragline import defaults
-from ragline.checkpoints.streams import Event
+from ragline.checkpoints.streams import Event, MemoryStreamManager
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import ResponseType, StreamResponse
@@ -43,6 +44,7 @@ from ragline.service.heap import HeapFreezer
 from ragline.service.logs import bind_log_ids
 from ragline.service.models import check_models
 from ragline.service.registry import RunRecord
+from ragline.service.relay import StageEvents
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import LastRequestState, Session, utcnow
@@ -82,6 +84,18 @@ class _Run:
     @property
     def cancelled(self) -> bool:
         return self.context.is_cancelled()
+
+    def admit(self, event: Event) -> Event | None:
+        """The event as the client may see it, or None: what a resumed run repeats is dropped, and
+        no answer text goes out after a stop."""
+        if self.resume_filter is not None:
+            filtered = self.resume_filter(event)
+            if filtered is None:
+                return None
+            event = filtered
+        if self.cancelled and event.get("response_type") in TEXT_DELTAS and event.get("content"):
+            return None  # the stop wins: nothing is shown after it
+        return event
 
 
 class RunManager:
@@ -175,6 +189,8 @@ class RunManager:
         driver = TurnDriver(self.backend.graph, context, config=threads.thread_config(record.session_id),
                             durability=self.backend.durability)
         run = _Run(record, driver, request)
+        if isinstance(self.backend.streams, MemoryStreamManager):  # an append that never waits: straight from the stages
+            run.context.event_sink = StageEvents(self.backend.streams, record.session_id, record.message_id, run)
         self._runs[record.message_id] = run
         run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{record.message_id}")
 
@@ -234,16 +250,10 @@ class RunManager:
             self.heap.idle()
 
     async def _write(self, run: _Run, event: Event, *, final: bool = False) -> None:
-        if not final:
-            if run.resume_filter is not None:
-                filtered = run.resume_filter(event)
-                if filtered is None:
-                    return
-                event = filtered
-            if run.cancelled and event.get("response_type") in TEXT_DELTAS and event.get("content"):
-                return  # the stop wins: nothing is shown after it
-        await self.backend.streams.append(run.record.session_id, run.record.message_id, event)
-        run.transcript.add(event)
+        admitted = event if final else run.admit(event)
+        if admitted is not None:
+            await self.backend.streams.append(run.record.session_id, run.record.message_id, admitted)
+            run.transcript.add(admitted)
 
     async def _finish(self, run: _Run) -> None:
         record = run.record

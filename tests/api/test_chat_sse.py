@@ -162,3 +162,19 @@ async def test_answer_tokens_go_from_the_graph_to_the_stream_without_being_parse
     got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
     assert answer_of(got) == "".join(WORDS.split(" "))
     assert parsed == []  # the service writes the stages' JSON-ready events as they are: no model per token
+
+
+async def test_stage_events_reach_the_in_process_log_without_langgraphs_stream(client, scripted_model, monkeypatch):
+    """service/relay.py: with the in-process log, a stage's events are appended where they are
+    emitted; LangGraph's custom stream (and the driver's hop through it) carries none of them."""
+    import ragline.graph.events as events_module
+
+    fetched: list[object] = []
+    real = events_module.get_stream_writer
+    monkeypatch.setattr(events_module, "get_stream_writer", lambda: fetched.append(1) or real())
+    scripted_model.on(lambda b: True, Reply(chunks=WORDS.split(" ")))
+    sid = await new_session(client, title="t")
+    got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+    assert answer_of(got) == "".join(WORDS.split(" ")) and types(got)[-1] == "complete"
+    assert [int(f.entry) for f in got] == list(range(1, len(got) + 1))  # in order, none missing
+    assert fetched == []

@@ -1,5 +1,7 @@
+from langgraph.runtime import Runtime
+
 from ragline.graph import events
-from ragline.graph.context import RunContext
+from ragline.graph.context import ExclusiveSink, RunContext
 from ragline.graph.events import ProgressWindow, ResponseType
 from ragline.graph.state import TurnIds
 
@@ -43,3 +45,44 @@ def test_emit_outside_a_run_reaches_the_host_sink():
 def test_stream_response_serialises_to_the_seed_json_shape():
     payload = events.references(TURN, [{"id": "c1"}]).model_dump(mode="json", exclude_none=True)
     assert payload["response_type"] == "references" and payload["knowledge_references"] == [{"id": "c1"}]
+
+
+class _Collecting(ExclusiveSink):
+    def __init__(self) -> None:
+        self.events: list[object] = []
+
+    def __call__(self, event: object) -> None:
+        self.events.append(event)
+
+
+async def _streamed(sink: object) -> list[dict]:
+    """What LangGraph's custom stream carries when a node emits one event with `sink` as the host's sink."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict, total=False):
+        done: bool
+
+    def node(state: State, runtime: Runtime[RunContext]) -> State:
+        events.emit(runtime.context, events.answer(TURN, "hi"))
+        return {"done": True}
+
+    graph = StateGraph(State, context_schema=RunContext)
+    graph.add_node("node", node)
+    graph.add_edge(START, "node")
+    graph.add_edge("node", END)
+    context = RunContext(event_sink=sink)
+    return [chunk async for chunk in graph.compile().astream({}, context=context, stream_mode="custom")]
+
+
+async def test_an_exclusive_sink_takes_the_events_and_langgraphs_stream_carries_none():
+    sink = _Collecting()
+    assert await _streamed(sink) == []
+    assert [e.content for e in sink.events] == ["hi"]  # type: ignore[attr-defined]
+
+
+async def test_a_plain_sink_gets_the_events_beside_langgraphs_stream():
+    received: list[object] = []
+    assert [chunk["content"] for chunk in await _streamed(received.append)] == ["hi"]
+    assert [e.content for e in received] == ["hi"]  # type: ignore[attr-defined]

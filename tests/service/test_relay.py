@@ -1,0 +1,54 @@
+"""StageEvents: a run's stage events into the in-process log, admitted by the run as the driver's path admits them."""
+
+from __future__ import annotations
+
+import threading
+
+from ragline.checkpoints.streams import MemoryStreamManager
+from ragline.graph import events
+from ragline.graph.context import RunContext
+from ragline.graph.events import ProgressWindow
+from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnIds
+from ragline.graph.turn import TurnDriver
+from ragline.service.registry import RunRecord
+from ragline.service.relay import StageEvents
+from ragline.service.runs import _Run
+
+TURN = TurnIds("s", "r", "u", "a")
+
+
+def _relay() -> tuple[StageEvents, MemoryStreamManager, _Run]:
+    """A relay for a run as service/runs.py makes it (its driver only tracks events here: no graph)."""
+    context = RunContext(session_id="s", request_id="r", user_message_id="u", assistant_message_id="a", cancel_event=threading.Event())
+    record = RunRecord("s", "r", "u", "a", tenant_id="t", owner_id="o", request_json="{}", query="q")
+    run = _Run(record, TurnDriver(None, context), PipelineRequest(query="q"))  # type: ignore[arg-type]
+    streams = MemoryStreamManager()
+    return StageEvents(streams, "s", "a", run), streams, run
+
+
+async def test_events_are_in_the_log_the_moment_a_stage_emits_them():
+    relay, streams, run = _relay()
+    relay(events.answer(TURN, "Par"))
+    relay({"response_type": "answer", "content": "is", "session_id": "s"})  # an already JSON-ready event goes as it is
+    logged = [entry.event for entry in await streams.read("s", "a")]
+    assert [e["content"] for e in logged] == ["Par", "is"] and logged[0]["response_type"] == "answer"
+    assert run.transcript.answer == "Paris"
+
+
+async def test_what_the_run_does_not_admit_never_reaches_the_log():
+    relay, streams, run = _relay()
+    relay(events.answer(TURN, "before the stop"))
+    run.driver.context.cancel_event.set()
+    relay(events.answer(TURN, " after it"))
+    assert [entry.event["content"] for entry in await streams.read("s", "a")] == ["before the stop"]
+    assert run.transcript.answer == "before the stop"
+
+
+async def test_the_driver_learns_of_failures_and_open_cards_from_relayed_events():
+    relay, _, run = _relay()
+    relay(events.tool_call(TURN, ProgressWindow.KNOWLEDGE_SEARCH))
+    relay(events.error(TURN, "the model failed", code="model_call"))
+    closing = run.driver.closing()
+    assert run.driver.failed
+    assert [e.response_type for e in closing] == ["tool_result", "complete"]  # the open card is closed as failed
