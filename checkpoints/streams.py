@@ -9,7 +9,7 @@ responses read it from an offset. Two operations and a blocking wait:
   or the timeout passes (readers never poll).
 
 Entry ids increase within a log and are opaque to callers: an integer per log in process, the
-Redis Streams id (`<ms>-<seq>`) in Redis. Logs expire STREAM_TTL_S after their last event.
+Redis Streams id (`<ms>-<seq>`) in Redis. Logs expire STREAM_TTL_S after their last event (on Redis, give or take TTL_REFRESH_S).
 """
 
 from __future__ import annotations
@@ -115,10 +115,12 @@ class MemoryStreamManager:
 
 _REDIS_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
 LINGER_S = 2.0  # a stream stays in the shared XREAD this long after its last waiter, so re-waiting costs no wake-up
+TTL_REFRESH_S = 60.0  # an append renews its stream's TTL at most this often: a log expires ttl_s after its last event, give or take this
+TTL_TRACKED_MAX = 10_000  # streams whose TTL renewal is tracked before the stale ones are forgotten
 
 
 class RedisStreamManager:
-    """Several replicas: one Redis Stream per answer (XADD / XRANGE / XREAD BLOCK), TTL refreshed on append.
+    """Several replicas: one Redis Stream per answer (XADD / XRANGE / XREAD BLOCK), TTL renewed by appends (at most once per TTL_REFRESH_S).
 
     Blocked readers share one connection: a single XREAD BLOCK per process covers every stream
     that has a waiting reader here, and a per-process wake-up stream in the same XREAD makes it
@@ -134,9 +136,11 @@ class RedisStreamManager:
         self._cursor: dict[str, str] = {}  # last entry id delivered, per stream
         self._last_waited: dict[str, float] = {}  # when a reader last waited on the stream
         self._blocking: dict[str, str] = {}  # the streams and positions of the XREAD in flight
+        self._ttl_fresh_until: dict[str, float] = {}  # per stream: until when its TTL needs no renewing
         self._wake_key = f"{prefix}-wake:{uuid.uuid4().hex}"
         self._wake_id = "0-0"
         self._reader: asyncio.Task[None] | None = None
+        self._gathering = False  # the reader is about to start an XREAD: its positions are not fixed yet
 
     def key(self, session_id: str, message_id: str) -> str:
         return f"{self.prefix}:{session_id}:{message_id}"
@@ -146,29 +150,49 @@ class RedisStreamManager:
 
     async def append(self, session_id: str, message_id: str, event: Event) -> str:
         key = self.key(session_id, message_id)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(key, {"e": json.dumps(event, ensure_ascii=False, separators=(",", ":"))})
+        fields = {"e": json.dumps(event, ensure_ascii=False, separators=(",", ":"))}
+        now = time.monotonic()
+        if self._ttl_fresh_until.get(key, 0.0) > now:  # set or refreshed by this process within TTL_REFRESH_S
+            return _text(await self.redis.xadd(key, fields))
+        async with self.redis.pipeline(transaction=True) as pipe:  # the key never exists without its TTL
+            pipe.xadd(key, fields)
             pipe.expire(key, self.ttl_s)
             entry_id, _ = await pipe.execute()
+        self._forget_stale_ttls(now)
+        self._ttl_fresh_until[key] = now + TTL_REFRESH_S
         return _text(entry_id)
+
+    def _forget_stale_ttls(self, now: float) -> None:
+        if len(self._ttl_fresh_until) > TTL_TRACKED_MAX:
+            self._ttl_fresh_until = {k: t for k, t in self._ttl_fresh_until.items() if t > now}
 
     async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]:
         start = f"({after}" if after else "-"
         rows = await self.redis.xrange(self.key(session_id, message_id), min=start, max="+")
         return [_entry(entry_id, fields) for entry_id, fields in rows]
 
+    def _covered(self, key: str, position: str) -> bool:
+        """Whether the shared reader's next reply will hold every entry of `key` after `position`:
+        its XREAD is still gathering waiters, or the one in flight reads the key from there or before."""
+        if self._gathering:
+            return True
+        in_flight = self._blocking.get(key)
+        return in_flight is not None and _id_key(in_flight) <= _id_key(position)
+
     async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]:
-        entries = await self.read(session_id, message_id, after)
-        if entries:
-            return entries
         key, position = self.key(session_id, message_id), after or "0-0"
+        if not self._covered(key, position):
+            # Read first: entries may be there already that no XREAD will return soon. A follower back
+            # for more between two frames (the common case) is covered, and skips this round trip.
+            entries = await self.read(session_id, message_id, after)
+            if entries:
+                return entries
         future: asyncio.Future[list[StreamEntry]] = asyncio.get_running_loop().create_future()
         waiter = (position, future)
         self._waiters.setdefault(key, []).append(waiter)
         self._last_waited[key] = time.monotonic()
         self._ensure_reader()
-        in_flight = self._blocking.get(key)
-        if in_flight is None or _id_key(position) < _id_key(in_flight):  # the XREAD in flight would miss it
+        if not self._covered(key, position):  # the XREAD in flight would miss it: end it, the next one covers it
             await self._wake()
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
@@ -202,11 +226,26 @@ class RedisStreamManager:
         return positions
 
     async def _read_for_waiters(self) -> None:
-        """The one blocking reader: XREAD on every waited-for stream plus the wake-up stream."""
+        """The one blocking reader: XREAD on every waited-for stream plus the wake-up stream.
+
+        Under load an XREAD returns at once, with whatever one stream just appended, and the next
+        one names every followed stream again: thousands of XREADs a second, each as long as the
+        number of streams. So XREADs start at most every STREAM_READ_GATHER_S; while one gathers,
+        a new waiter needs neither a read of its own nor a wake-up (`_covered`).
+        """
+        started = 0.0
         while True:
+            gap = started + defaults.STREAM_READ_GATHER_S - time.monotonic()
+            if gap > 0:
+                self._gathering = True
+                try:
+                    await asyncio.sleep(gap)
+                finally:
+                    self._gathering = False
             positions = self._positions()
             if not positions:
                 return
+            started = time.monotonic()
             self._blocking = positions
             try:
                 reply = await self.redis.xread({self._wake_key: self._wake_id, **positions}, block=defaults.STREAM_BLOCK_MS)

@@ -119,6 +119,7 @@ PROVIDER_RETRY_AFTER_MAX_S = 30.0  # a Retry-After longer than this is not waite
 # --- streaming (stream/*.go) ---
 STREAM_TTL_S = 3600  # Redis event streams expire an hour after their last event
 STREAM_BLOCK_MS = 2000  # one XREAD BLOCK waits this long: well under the socket timeout, so a quiet wait never times out
+STREAM_READ_GATHER_S = 0.003  # a process's shared XREAD starts at most this often: each then returns the events of many streams
 REDIS_SOCKET_TIMEOUT_S = 10.0  # a Redis command that has not answered by then failed (a dead server, not a slow one)
 REDIS_CONNECT_TIMEOUT_S = 2.0  # connecting to Redis on the local network takes milliseconds
 # Conversation messages whose checkpoint encoding a process keeps (checkpoints/redis_json.py): more

@@ -72,6 +72,85 @@ async def test_redis_streams_expire_an_hour_after_the_last_event(redis):
     assert defaults.STREAM_TTL_S - 5 <= ttl <= defaults.STREAM_TTL_S
 
 
+async def _expire_calls(redis) -> int:
+    return int((await redis.info("commandstats")).get("cmdstat_expire", {}).get("calls", 0))
+
+
+async def test_redis_appends_renew_the_ttl_once_per_refresh_period_not_per_event(redis, monkeypatch):
+    monkeypatch.setattr(streams_module, "TTL_REFRESH_S", 1.5)
+    streams = RedisStreamManager(redis)
+    await redis.config_resetstat()
+    for n in range(20):
+        await streams.append("s", "m", ev(n))
+    assert await _expire_calls(redis) == 1  # the first append set it; an event per token does not renew it
+    assert defaults.STREAM_TTL_S - 5 <= await redis.ttl(streams.key("s", "m")) <= defaults.STREAM_TTL_S
+    await redis.expire(streams.key("s", "m"), 100)  # as if most of the hour had gone by...
+    await asyncio.sleep(1.6)  # ...and the refresh period with it
+    await streams.append("s", "m", ev(20))
+    assert await _expire_calls(redis) == 3
+    assert await redis.ttl(streams.key("s", "m")) > 100
+
+
+class _CountingReads(RedisStreamManager):
+    def __init__(self, redis) -> None:
+        super().__init__(redis)
+        self.reads = 0
+
+    async def read(self, session_id, message_id, after=None):
+        self.reads += 1
+        return await super().read(session_id, message_id, after)
+
+
+@pytest.mark.parametrize("gather_s", [defaults.STREAM_READ_GATHER_S, 0.05])
+async def test_a_redis_follower_between_frames_waits_on_the_shared_xread_without_reading_again(redis, monkeypatch, gather_s):
+    """Covered by the XREAD in flight, or by the one still gathering its streams: no read of its own."""
+    monkeypatch.setattr(defaults, "STREAM_READ_GATHER_S", gather_s)
+    streams = _CountingReads(redis)
+
+    async def follow() -> list[str]:
+        got, after = [], None
+        while len(got) < 20:
+            entries = await streams.wait("s", "m", after, timeout=10)
+            got += [e.event["content"] for e in entries]
+            after = entries[-1].id if entries else after
+        return got
+
+    follower = asyncio.create_task(follow())
+    for n in range(20):
+        await streams.append("s", "m", ev(n))
+        await asyncio.sleep(0.01)  # a token at a time, as a model streams them
+    assert await follower == [f"t{n}" for n in range(20)]
+    assert streams.reads <= 3  # the first wait reads; later ones ride the XREAD that covers them
+    await streams.aclose()
+
+
+async def test_the_shared_redis_reader_starts_an_xread_at_most_once_per_gather_period(redis, monkeypatch):
+    monkeypatch.setattr(defaults, "STREAM_READ_GATHER_S", 0.05)
+    streams = RedisStreamManager(redis)
+
+    async def follow(message: str) -> int:
+        got, after = 0, None
+        while got < 30:
+            entries = await streams.wait("s", message, after, timeout=10)
+            got, after = got + len(entries), entries[-1].id if entries else after
+        return got
+
+    async def produce(message: str) -> None:
+        for n in range(30):
+            await streams.append("s", message, ev(n))
+            await asyncio.sleep(0.01)
+
+    await redis.config_resetstat()
+    started = asyncio.get_running_loop().time()
+    followers = [asyncio.create_task(follow(f"m{i}")) for i in range(10)]
+    await asyncio.gather(*(produce(f"m{i}") for i in range(10)))
+    assert await asyncio.gather(*followers) == [30] * 10
+    seconds = asyncio.get_running_loop().time() - started
+    xreads = int((await redis.info("commandstats")).get("cmdstat_xread", {}).get("calls", 0))
+    assert xreads <= seconds / 0.05 + 3  # 300 entries, yet an XREAD per gather period at most
+    await streams.aclose()
+
+
 async def test_memory_logs_expire_after_the_ttl():
     streams = MemoryStreamManager(ttl_s=0)
     await streams.append("s", "old", ev(0))
@@ -103,19 +182,24 @@ async def test_many_followers_each_get_their_whole_stream_in_order(streams):
     assert all(r == [f"t{n}" for n in range(20)] for r in results)
 
 
+async def _blocked_now(redis) -> list[dict]:
+    """Connections blocked in an XREAD at this moment (flag b); an idle pooled connection that
+    did the last XREAD still shows cmd=xread, so the command alone does not say."""
+    return [c for c in await redis.client_list() if "b" in c.get("flags", "") and c.get("cmd") in ("xread", "xread|")]
+
+
 async def test_redis_followers_share_one_blocking_connection(redis_server):
     async with fresh_redis(redis_server) as redis:
         streams = RedisStreamManager(redis)
         waiting = [asyncio.create_task(streams.wait("s", f"m{i}", None, timeout=10)) for i in range(40)]
         blocked: list = []
         for _ in range(200):  # wait for the follower to block (a loaded machine may take a while)
-            blocked = [c for c in await redis.client_list() if c.get("cmd") in ("xread", "xread|")]
+            blocked = await _blocked_now(redis)
             if blocked:
                 break
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.2)  # ...and give any second, wrongful blocker the time to show up
-        blocked = [c for c in await redis.client_list() if c.get("cmd") in ("xread", "xread|")]
-        assert len(blocked) == 1
+        assert len(await _blocked_now(redis)) == 1
         for i in range(40):
             await streams.append("s", f"m{i}", ev(i))
         assert [len(e) for e in await asyncio.gather(*waiting)] == [1] * 40
