@@ -58,19 +58,10 @@ def parse_frame(block: str) -> Frame | None:
 
 
 async def sse_frames(response: Any) -> AsyncIterator[Frame]:
-    """Frames of a streamed httpx response. Reads raw bytes and splits on blank lines itself:
-    httpx's line iterator costs several times more per event, and at thousands of events a
-    second the client's own parsing would show up in the latencies it measures."""
-    buffer = ""
-    async for chunk in response.aiter_text():
-        frames, buffer = split_frames(buffer + chunk)
-        for frame in frames:
-            yield frame
-
-
-async def aiohttp_sse_frames(response: Any) -> AsyncIterator[Frame]:
-    """Frames of a streamed aiohttp response (benchmarks/load.py's client: with hundreds of
-    connections open, aiohttp costs the client a fraction of httpx's CPU per chunk)."""
+    """Frames of a streamed aiohttp response. The clients read with aiohttp, not httpx: with
+    hundreds of connections open, httpx's CPU per chunk grows with their number, and a client
+    short of CPU adds its own lag to every latency it measures. Splits on blank lines itself
+    (split_frames), which costs less per event than a line iterator."""
     decoder, buffer = codecs.getincrementaldecoder("utf-8")(), ""
     async for chunk in response.content.iter_any():
         frames, buffer = split_frames(buffer + decoder.decode(chunk))

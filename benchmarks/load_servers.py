@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import stamped_model
-from harness import ROOT, aiohttp_sse_frames, scripted_env, wait_healthy
+from harness import ROOT, scripted_env, sse_frames, wait_healthy
 
 from tests.redis_server import free_port
 
@@ -126,7 +126,7 @@ class RaglineServer(Server):
         async with client.post(f"{self.url}/api/v1/sessions/{session_id}/chat", json=QUERY) as response:
             if response.status != 200:
                 return result.fail(f"chat: HTTP {response.status}")
-            async for frame in aiohttp_sse_frames(response):
+            async for frame in sse_frames(response):
                 event = json.loads(frame.data)
                 kind = event.get("response_type")
                 if kind == "answer" and event.get("content"):
@@ -168,7 +168,7 @@ class LangGraphServer(Server):
         async with client.post(f"{self.url}/threads/{thread_id}/runs/stream", json=body) as response:
             if response.status != 200:
                 return result.fail(f"runs/stream: HTTP {response.status}")
-            async for frame in aiohttp_sse_frames(response):
+            async for frame in sse_frames(response):
                 if frame.event == "custom":
                     event = json.loads(frame.data)
                     if event.get("response_type") == "answer" and event.get("content"):

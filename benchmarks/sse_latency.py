@@ -72,10 +72,11 @@ def serve(port: int) -> None:
 
 async def one_turn(client: Any, expected: str, latencies: list[float]) -> tuple[bool, int]:
     """One session and one question; returns (nothing lost, frames received)."""
-    sid = (await client.post("/api/v1/sessions", json={"title": "bench"})).json()["id"]
+    async with client.post("/api/v1/sessions", json={"title": "bench"}) as created:
+        sid = (await created.json())["id"]
     text, entries, complete = "", [], False
     try:
-        async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json={"query": "go", "rewrite_enabled": False}) as response:
+        async with client.post(f"/api/v1/sessions/{sid}/chat", json={"query": "go", "rewrite_enabled": False}) as response:
             async for frame in sse_frames(response):
                 now = time.time()
                 event = json.loads(frame.data)
@@ -98,14 +99,16 @@ def _entry_key(entry: str) -> tuple[int, ...]:
 
 
 async def measure(url: str, streams: int, expected: str, repeats: int = 1) -> dict[str, Any]:
-    import httpx
+    """`streams` turns at once, `repeats` times. The client reads with aiohttp, as load.py's does:
+    httpx's CPU per chunk grows with the connections open, and its lag would count as latency."""
+    import aiohttp
 
-    limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10, keepalive_expiry=KEEPALIVE_S)
     latencies: list[float] = []
     ok = frames = 0
     failures: list[str] = []
     started = time.monotonic()
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
+    async with aiohttp.ClientSession(base_url=url, connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as client:
         for _ in range(repeats):
             results = await asyncio.gather(*(one_turn(client, expected, latencies) for _ in range(streams)), return_exceptions=True)
             for result in results:
