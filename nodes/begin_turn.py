@@ -73,10 +73,13 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
         # the seed's Images (URL + Caption): query_understand writes the description into the caption
         additional_kwargs={"request_id": turn.request_id, "images": [{"url": i.url, "caption": i.caption or ""} for i in request.images]},
     )
-    return {
-        "request": request,
-        "turn": turn,
-        **PER_TURN_RESET,
-        **{key: Overwrite([]) for key in PER_TURN_ACCUMULATING},
-        "messages": [user_message],
-    }
+    return {"request": request, "turn": turn, **turn_resets(state), "messages": [user_message]}
+
+
+def turn_resets(state: PipelineState) -> dict[str, Any]:
+    """The per-turn keys the previous turn left set, back to empty. A key already empty is not
+    written: every write is a checkpoint write (on Redis, a JSON.SET of its own), and a new
+    session's first turn would otherwise write all seventeen for nothing."""
+    resets: dict[str, Any] = {key: empty for key, empty in PER_TURN_RESET.items() if key in state and state[key] != empty}
+    resets.update({key: Overwrite([]) for key in PER_TURN_ACCUMULATING if state.get(key)})
+    return resets

@@ -31,3 +31,20 @@ async def test_image_captions_are_checked_too():
 async def test_an_ordinary_question_begins_its_turn(scripted_model):
     events = await run_turn("chat_stream", PipelineRequest(query="How do I ignore a sensor reading?"))
     assert of_type(events, ResponseType.ERROR) == [] and of_type(events, ResponseType.ANSWER)
+
+
+async def test_a_new_sessions_first_turn_writes_no_per_turn_key():
+    """Every key written is a checkpoint write (a JSON.SET each on Redis): empty keys stay unwritten."""
+    update = await begin_turn({"request": PipelineRequest(query="hello")}, node_runtime())
+    assert set(update) == {"request", "turn", "messages"}
+
+
+async def test_what_the_previous_turn_left_is_reset_and_nothing_else():
+    from langgraph.types import Overwrite
+
+    previous = {"rewrite_query": "old question", "intent": "", "memory_prompt": "old memories", "search_results": ["hit"], "merge_results": []}
+    update = await begin_turn({"request": PipelineRequest(query="hello"), **previous}, node_runtime())  # type: ignore[typeddict-item]
+    resets = {key: value for key, value in update.items() if key not in ("request", "turn", "messages")}
+    assert set(resets) == {"rewrite_query", "memory_prompt", "search_results"}
+    assert resets["rewrite_query"] == "" and resets["memory_prompt"] == ""
+    assert isinstance(resets["search_results"], Overwrite) and resets["search_results"].value == []
