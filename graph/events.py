@@ -124,6 +124,11 @@ def complete(turn: TurnIds, *, stopped: bool = False) -> StreamResponse:
     return _base(turn, ResponseType.COMPLETE, done=True, data={"stopped": True} if stopped else None)
 
 
+def as_json(event: StreamResponse) -> dict[str, Any]:
+    """The event as every host writes it (LangGraph's stream, the answer's log, SSE): plain JSON, unset fields left out."""
+    return event.model_dump(mode="json", exclude_none=True)
+
+
 def emit(context: RunContext | None, event: StreamResponse) -> None:
     """Deliver an event: LangGraph's custom stream, plus the host's sink when it gave one (only the
     sink when it is an ExclusiveSink)."""
@@ -136,7 +141,7 @@ def emit(context: RunContext | None, event: StreamResponse) -> None:
     except RuntimeError:  # called outside a graph run (e.g. by a host after the run)
         writer = None
     if writer is not None:
-        writer(event.model_dump(mode="json", exclude_none=True))  # plain JSON: Studio and SSE serialise it as is
+        writer(as_json(event))  # plain JSON: Studio and SSE serialise it as is
     if sink is not None:
         sink(event)
 

@@ -97,9 +97,9 @@ class TurnDriver:
             self.failure = exc  # the host decides how loudly to log it; a CLI must not print a traceback
             log.debug("turn %s failed", self.turn.assistant_message_id, exc_info=True)
             for event in self._close_windows(str(exc) or type(exc).__name__):
-                yield _dict(event)
+                yield events.as_json(event)
             if not self.failed:
-                yield _dict(self.seen(events.error(self.turn, f"the pipeline failed: {exc}", code="internal")))
+                yield events.as_json(self.seen(events.error(self.turn, f"the pipeline failed: {exc}", code="internal")))
 
     def _close_windows(self, error: str) -> list[StreamResponse]:
         """Progress cards the graph left open (a stage raised, or the run was cancelled hard), as failed."""
@@ -121,10 +121,6 @@ class TurnDriver:
             yield event
         for event in self.closing():
             yield event
-
-
-def _dict(event: StreamResponse) -> dict[str, Any]:
-    return event.model_dump(mode="json", exclude_none=True)  # as events.emit writes it
 
 
 async def stream_turn(graph: Graph, request: PipelineRequest, context: RunContext | None = None,

@@ -1,49 +1,77 @@
-"""StageEvents: a run's events go from its stages straight into the answer's stream log.
+"""A run being driven (Run), what of its events a client may see, and StageEvents, which takes a
+run's events from its stages straight into the answer's stream log.
 
 With the in-process log, whose append never waits, the HTTP service gives each run an
 ExclusiveSink: `events.emit` appends an event where the stage emits it, instead of writing it to
 LangGraph's custom stream for the run's driver to read back and append. Per answer token, that is
 a task switch and a pass through LangGraph's stream machinery fewer between the model's chunk and
 the client's frame (benchmarks/load.py, N = 200: about a fifth less server CPU per token). The
-Redis log is still written by the driver: its appends are network calls, which a stage's
-synchronous emit cannot wait for.
+Redis log is still written by the driver (service/runs.py): its appends are network calls, which
+a stage's synchronous emit cannot wait for.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
 
 from ragline.checkpoints.streams import Event, MemoryStreamManager
-from ragline.graph.context import ExclusiveSink
-from ragline.graph.events import StreamResponse
+from ragline.graph.context import ExclusiveSink, RunContext
+from ragline.graph.events import ResponseType, StreamResponse, as_json
+from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import TurnDriver
+from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
+from ragline.service.resume import ResumeFilter
+
+TEXT_DELTAS = (ResponseType.ANSWER.value, ResponseType.THINKING.value)
 
 
-class AdmittingRun(Protocol):
-    """The run the events belong to: its driver tracks them, `admit` filters them, its transcript records what went out."""
+@dataclass
+class Run:
+    record: RunRecord
+    driver: TurnDriver
+    request: PipelineRequest  # validated once, when the turn was submitted (or read back on takeover)
+    transcript: Transcript = field(default_factory=Transcript)
+    resume_filter: ResumeFilter | None = None
+    task: asyncio.Task[None] | None = None
+    hard_cancelled: bool = False
+    lease_lost: bool = False
+    already_complete: bool = False
+    finishing: bool = False
 
     @property
-    def driver(self) -> TurnDriver: ...
+    def context(self) -> RunContext:
+        return self.driver.context
 
     @property
-    def transcript(self) -> Transcript: ...
+    def cancelled(self) -> bool:
+        return self.context.is_cancelled()
 
-    def admit(self, event: Event) -> Event | None: ...
+    def admit(self, event: Event) -> Event | None:
+        """The event as the client may see it, or None: what a resumed run repeats is dropped, and
+        no answer text goes out after a stop."""
+        if self.resume_filter is not None:
+            filtered = self.resume_filter(event)
+            if filtered is None:
+                return None
+            event = filtered
+        if self.cancelled and event.get("response_type") in TEXT_DELTAS and event.get("content"):
+            return None  # the stop wins: nothing is shown after it
+        return event
 
 
 class StageEvents(ExclusiveSink):
-    def __init__(self, streams: MemoryStreamManager, session_id: str, message_id: str, run: AdmittingRun) -> None:
+    def __init__(self, streams: MemoryStreamManager, run: Run) -> None:
         self.streams = streams
-        self.session_id = session_id
-        self.message_id = message_id
         self.run = run
 
     def __call__(self, event: Any) -> None:
-        as_dict: Event = event.model_dump(mode="json", exclude_none=True) if isinstance(event, StreamResponse) else event
+        as_dict: Event = as_json(event) if isinstance(event, StreamResponse) else event
         run = self.run
         run.driver.see(as_dict.get("response_type", ""), as_dict.get("data"))  # failures and open cards, as if the driver read it
         admitted = run.admit(as_dict)
         if admitted is not None:
-            self.streams.append_now(self.session_id, self.message_id, admitted)
+            self.streams.append_now(run.record.session_id, run.record.message_id, admitted)
             run.transcript.add(admitted)

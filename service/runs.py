@@ -25,14 +25,13 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from ragline import defaults
 from ragline.checkpoints.streams import Event, MemoryStreamManager
 from ragline.graph import events
 from ragline.graph.context import RunContext
-from ragline.graph.events import ResponseType, StreamResponse
+from ragline.graph.events import as_json
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver, turn_ids
@@ -44,7 +43,7 @@ from ragline.service.heap import HeapFreezer
 from ragline.service.logs import bind_log_ids
 from ragline.service.models import check_models
 from ragline.service.registry import RunRecord
-from ragline.service.relay import StageEvents
+from ragline.service.relay import Run, StageEvents
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import LastRequestState, Session, utcnow
@@ -53,49 +52,8 @@ from ragline.services import Services
 
 log = logging.getLogger(__name__)
 
-TEXT_DELTAS = (ResponseType.ANSWER.value, ResponseType.THINKING.value)
-
-
-def dump(event: StreamResponse) -> Event:
-    return event.model_dump(mode="json", exclude_none=True)
-
-
 def turn_of(record: RunRecord) -> TurnIds:
     return TurnIds(record.session_id, record.request_id, record.user_message_id, record.assistant_message_id)
-
-
-@dataclass
-class _Run:
-    record: RunRecord
-    driver: TurnDriver
-    request: PipelineRequest  # validated once, when the turn was submitted (or read back on takeover)
-    transcript: Transcript = field(default_factory=Transcript)
-    resume_filter: ResumeFilter | None = None
-    task: asyncio.Task[None] | None = None
-    hard_cancelled: bool = False
-    lease_lost: bool = False
-    already_complete: bool = False
-    finishing: bool = False
-
-    @property
-    def context(self) -> RunContext:
-        return self.driver.context
-
-    @property
-    def cancelled(self) -> bool:
-        return self.context.is_cancelled()
-
-    def admit(self, event: Event) -> Event | None:
-        """The event as the client may see it, or None: what a resumed run repeats is dropped, and
-        no answer text goes out after a stop."""
-        if self.resume_filter is not None:
-            filtered = self.resume_filter(event)
-            if filtered is None:
-                return None
-            event = filtered
-        if self.cancelled and event.get("response_type") in TEXT_DELTAS and event.get("content"):
-            return None  # the stop wins: nothing is shown after it
-        return event
 
 
 class RunManager:
@@ -106,7 +64,7 @@ class RunManager:
         self.after_turn = AfterTurn(services, self.settings)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl_s = self.settings.run_lease_ttl_s
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, Run] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._loops: list[asyncio.Task[None]] = []
         self._closing = False
@@ -160,7 +118,7 @@ class RunManager:
         if running is not None:
             raise ConflictError(f"a reply is still being generated in this session (message {running.assistant_message_id}); stop it or wait")
         first = events.agent_query(turn_of(record), request.query, title_pending=record.title_pending)
-        await self.backend.streams.append(record.session_id, record.message_id, dump(first))
+        await self.backend.streams.append(record.session_id, record.message_id, as_json(first))
         await self.backend.sessions.patch(session.id, {"updated_at": utcnow(), "last_request_state": LastRequestState.of(request)})
         self._launch(record, request, resume=False)
         if record.title_pending:
@@ -169,7 +127,7 @@ class RunManager:
 
     async def stop(self, record: RunRecord) -> None:
         """Append the stop event and raise the flag; the holder cancels the run within 500 ms."""
-        await self.backend.streams.append(record.session_id, record.message_id, dump(events.stop(turn_of(record))))
+        await self.backend.streams.append(record.session_id, record.message_id, as_json(events.stop(turn_of(record))))
         await self.backend.registry.request_stop(record)
         run = self._runs.get(record.message_id)
         if run is not None:
@@ -188,9 +146,9 @@ class RunManager:
         )
         driver = TurnDriver(self.backend.graph, context, config=threads.thread_config(record.session_id),
                             durability=self.backend.durability)
-        run = _Run(record, driver, request)
+        run = Run(record, driver, request)
         if isinstance(self.backend.streams, MemoryStreamManager):  # an append that never waits: straight from the stages
-            run.context.event_sink = StageEvents(self.backend.streams, record.session_id, record.message_id, run)
+            run.context.event_sink = StageEvents(self.backend.streams, run)
         self._runs[record.message_id] = run
         run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{record.message_id}")
 
@@ -199,20 +157,20 @@ class RunManager:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _cancel(self, run: _Run) -> None:
+    def _cancel(self, run: Run) -> None:
         if run.cancelled:
             return
         run.context.cancel_event.set()
         asyncio.get_running_loop().call_later(defaults.STOP_GRACE_S, self._cancel_hard, run)
 
-    def _cancel_hard(self, run: _Run) -> None:
+    def _cancel_hard(self, run: Run) -> None:
         if run.task is not None and not run.task.done() and not run.finishing:
             run.hard_cancelled = True
             run.task.cancel()
 
     # --- the run ---
 
-    async def _drive(self, run: _Run, *, resume: bool) -> None:
+    async def _drive(self, run: Run, *, resume: bool) -> None:
         record = run.record
         bind_log_ids(session_id=record.session_id, message_id=record.message_id)  # this task's records carry them
         heartbeat = asyncio.create_task(self._heartbeat(run)) if self.backend.registry.durable else None
@@ -237,7 +195,7 @@ class RunManager:
         except Exception as exc:  # the driver turns graph failures into an error event; this is the rest
             log.exception("run %s failed", record.message_id)
             if not run.transcript.failed:
-                await self._write(run, dump(events.error(turn_of(record), f"the pipeline failed: {exc}", code="internal")))
+                await self._write(run, as_json(events.error(turn_of(record), f"the pipeline failed: {exc}", code="internal")))
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
@@ -249,13 +207,13 @@ class RunManager:
         if not self._runs and not self._closing:  # idle: a full collection keeps no frame waiting
             self.heap.idle()
 
-    async def _write(self, run: _Run, event: Event, *, final: bool = False) -> None:
+    async def _write(self, run: Run, event: Event, *, final: bool = False) -> None:
         admitted = event if final else run.admit(event)
         if admitted is not None:
             await self.backend.streams.append(run.record.session_id, run.record.message_id, admitted)
             run.transcript.add(admitted)
 
-    async def _finish(self, run: _Run) -> None:
+    async def _finish(self, run: Run) -> None:
         record = run.record
         if await self.backend.sessions.get(record.session_id) is None:  # deleted while running
             with contextlib.suppress(Exception):
@@ -272,11 +230,11 @@ class RunManager:
                 self._after_turn(run, values)
         if not run.already_complete:
             for event in run.driver.closing():  # cards left open, then complete
-                await self._write(run, dump(event), final=True)
+                await self._write(run, as_json(event), final=True)
         await self.backend.registry.finish(record)
         await self.backend.sessions.patch(record.session_id, {"updated_at": utcnow()})
 
-    def _after_turn(self, run: _Run, values: dict[str, Any]) -> None:
+    def _after_turn(self, run: Run, values: dict[str, Any]) -> None:
         """Citations into the caller's ledger, the turn into their chat history when asked
         (service/after_turn.py); in the background: the client's `complete` never waits on them."""
         try:
@@ -287,7 +245,7 @@ class RunManager:
         for job in jobs:
             self._spawn(job)
 
-    async def _settle_answer(self, run: _Run, values: dict[str, Any] | None) -> None:
+    async def _settle_answer(self, run: Run, values: dict[str, Any] | None) -> None:
         """The saved assistant message and the client's transcript must agree (`values`: the thread after the turn)."""
         record, graph = run.record, self.backend.graph
         shown = run.transcript
@@ -312,15 +270,15 @@ class RunManager:
             return
         turn = turn_of(record)
         if text.startswith(shown.answer):  # the stream missed the tail (a crash right after the node)
-            await self._write(run, dump(events.answer(turn, text[len(shown.answer) :])), final=True)
+            await self._write(run, as_json(events.answer(turn, text[len(shown.answer) :])), final=True)
         else:
             replace = events.answer(turn, text)
             replace.data = {"replace": True}
-            await self._write(run, dump(replace), final=True)
+            await self._write(run, as_json(replace), final=True)
 
     # --- durability: resume, heartbeat, takeover ---
 
-    async def _prepare_resume(self, run: _Run) -> Any:
+    async def _prepare_resume(self, run: Run) -> Any:
         """What to feed the graph when taking a run over: None (continue), the request (restart), or _SKIP."""
         record = run.record
         entries = await self.backend.streams.read(record.session_id, record.message_id)
@@ -344,7 +302,7 @@ class RunManager:
             return None
         return {"request": run.request}
 
-    async def _heartbeat(self, run: _Run) -> None:
+    async def _heartbeat(self, run: Run) -> None:
         period = min(defaults.RUN_HEARTBEAT_S, self.lease_ttl_s / 3)
         while True:
             await asyncio.sleep(period)
@@ -399,7 +357,7 @@ class RunManager:
     async def _title(self, record: RunRecord, request: PipelineRequest) -> None:
         title = await title_new_session(self.backend.sessions, record.session_id, record.query, self.services.chat(request.chat_model))
         if title is not None:
-            await self.backend.streams.append(record.session_id, record.message_id, dump(events.session_title(turn_of(record), title)))
+            await self.backend.streams.append(record.session_id, record.message_id, as_json(events.session_title(turn_of(record), title)))
 
 
 _SKIP = object()

@@ -1,4 +1,4 @@
-"""StageEvents: a run's stage events into the in-process log, admitted by the run as the driver's path admits them."""
+"""service/relay.py: a run's stage events into the in-process log, admitted by the run as the driver's path admits them."""
 
 from __future__ import annotations
 
@@ -12,19 +12,18 @@ from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver
 from ragline.service.registry import RunRecord
-from ragline.service.relay import StageEvents
-from ragline.service.runs import _Run
+from ragline.service.relay import Run, StageEvents
 
 TURN = TurnIds("s", "r", "u", "a")
 
 
-def _relay() -> tuple[StageEvents, MemoryStreamManager, _Run]:
+def _relay() -> tuple[StageEvents, MemoryStreamManager, Run]:
     """A relay for a run as service/runs.py makes it (its driver only tracks events here: no graph)."""
     context = RunContext(session_id="s", request_id="r", user_message_id="u", assistant_message_id="a", cancel_event=threading.Event())
     record = RunRecord("s", "r", "u", "a", tenant_id="t", owner_id="o", request_json="{}", query="q")
-    run = _Run(record, TurnDriver(None, context), PipelineRequest(query="q"))  # type: ignore[arg-type]
+    run = Run(record, TurnDriver(None, context), PipelineRequest(query="q"))  # type: ignore[arg-type]
     streams = MemoryStreamManager()
-    return StageEvents(streams, "s", "a", run), streams, run
+    return StageEvents(streams, run), streams, run
 
 
 async def test_events_are_in_the_log_the_moment_a_stage_emits_them():
