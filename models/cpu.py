@@ -38,3 +38,15 @@ def free_cores(cores: int | None = None, sample_s: float = SAMPLE_S) -> int:
     busy = (after[0] - before[0]) / (after[1] - before[1]) * cores  # cores' worth of busy time
     taken = int(busy + 1 - BUSY_CORE_SHARE)  # a core busy at least half the sample is taken
     return max(1, min(cores, cores - taken))
+
+
+def advertises_amx(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU reports Intel AMX tiles (the `amx_tile` flag); False where it cannot tell."""
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return "amx_tile" in line.split()
+    except OSError:
+        pass
+    return False

@@ -17,11 +17,12 @@ import atexit
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Generator
-from contextlib import closing
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ragline.models.cpu import advertises_amx
 from ragline.models.gguf import QWEN_CODER_05B, QWEN_CODER_15B, GGUFSpec, assemble
 from ragline.models.prompt_cache import PrefixCache
 from ragline.settings import LOCAL_CHAT_MODEL, get_settings
@@ -51,6 +52,34 @@ class CallStats:
     called_at: float = 0.0  # wall clock (time.time()) when the call was made, before any model loading
 
 
+def extra_buffers(setting: bool | None) -> bool:
+    """Whether llama.cpp may put weights in its extra buffer types: as set, else unless the CPU
+    advertises AMX. llama.cpp then runs its AMX kernels, and on the virtual machines Ragline is
+    tested on the first tile instruction (tilezero) is illegal: the whole process dies."""
+    return setting if setting is not None else not advertises_amx()
+
+
+@contextmanager
+def model_defaults(**fields: Any) -> Iterator[None]:
+    """While a Llama loads, its model parameters start from these values. Llama() takes no
+    `use_extra_bufts`; it reads llama.cpp's defaults through this function (callers hold the load lock)."""
+    import llama_cpp.llama_cpp as low_level
+
+    real = low_level.llama_model_default_params
+
+    def defaults() -> Any:
+        params = real()
+        for name, value in fields.items():
+            setattr(params, name, value)
+        return params
+
+    low_level.llama_model_default_params = defaults
+    try:
+        yield
+    finally:
+        low_level.llama_model_default_params = real
+
+
 class LocalChatEngine:
     """One llama.cpp model per process, loaded on first use, with its fixed-prefix KV cache."""
 
@@ -73,13 +102,14 @@ class LocalChatEngine:
                     raise LocalModelError("the local chat model needs the local extra: pip install 'ragline[local]'") from exc
                 settings = get_settings()
                 path = assemble(self.spec, settings.models_dir)
-                self._llm = Llama(
-                    model_path=str(path),
-                    n_ctx=settings.local_chat_context,
-                    n_threads=settings.local_chat_threads,
-                    n_batch=settings.local_chat_batch,
-                    verbose=False,
-                )
+                with model_defaults(use_extra_bufts=extra_buffers(settings.local_chat_extra_buffers)):
+                    self._llm = Llama(
+                        model_path=str(path),
+                        n_ctx=settings.local_chat_context,
+                        n_threads=settings.local_chat_threads,
+                        n_batch=settings.local_chat_batch,
+                        verbose=False,
+                    )
                 if settings.local_prompt_cache:
                     model_id = f"{self.spec.sha256}:{llama_cpp.__version__}:{settings.local_chat_context}"
                     self._prompt_cache = PrefixCache(self._llm, settings.data_dir / "cache" / "prompt-kv", model_id)

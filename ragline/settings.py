@@ -95,6 +95,9 @@ class Settings(BaseSettings, RetrievalFields):
     local_chat_context: int = Field(defaults.LOCAL_CHAT_CONTEXT, ge=512, description="Context window of the local llama.cpp model.")
     local_chat_threads: int | None = Field(None, description="CPU threads for llama.cpp (default: the cores free at each call, see models/cpu.py).")
     local_chat_batch: int = Field(defaults.LOCAL_CHAT_BATCH, ge=8, description="Prompt tokens llama.cpp evaluates per batch.")
+    local_chat_extra_buffers: bool | None = Field(
+        None, description="llama.cpp's extra weight buffers (repacked weights, AMX kernels). Default: on, except on CPUs that "
+        "advertise AMX, where the virtual machines Ragline is tested on kill the process at the first AMX instruction (SIGILL).")
     local_prompt_cache: bool = Field(True, description="Keep the KV state of fixed prompt prefixes (system prompt, citation protocol), in memory and under data_dir/cache.")
 
     # web search + web_fetch (ragline.web)

@@ -139,3 +139,26 @@ async def test_an_unknown_local_model_is_a_clear_error_not_a_default():
 
     with pytest.raises(ChatModelError, match="unknown local chat model ragline/qwen9-huge.*ragline/qwen2.5-coder-1.5b-instruct"):
         await ChatClient("ragline/qwen9-huge").chat([{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize(("setting", "amx", "extra"), [(None, True, False), (None, False, True), (True, True, True), (False, False, False)])
+def test_extra_weight_buffers_are_off_on_cpus_that_advertise_amx_unless_set(monkeypatch, setting, amx, extra):
+    import ragline.models.local_engine as engine
+
+    monkeypatch.setattr(engine, "advertises_amx", lambda: amx)
+    assert engine.extra_buffers(setting) is extra
+
+
+def test_the_model_loads_without_extra_buffers_on_an_amx_cpu(monkeypatch):
+    """Loaded with them, llama.cpp's AMX kernels die with SIGILL on this project's test machines."""
+    import llama_cpp.llama_cpp as low_level
+
+    import ragline.models.local_engine as engine
+
+    monkeypatch.setattr(engine, "advertises_amx", lambda: True)
+    fresh = engine.LocalChatEngine(engine.QWEN_CODER_15B)
+    try:
+        assert fresh.get().model_params.use_extra_bufts is False
+    finally:
+        fresh.close()
+    assert low_level.llama_model_default_params().use_extra_bufts is True  # llama.cpp's own default, restored

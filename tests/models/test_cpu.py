@@ -23,3 +23,14 @@ def test_without_proc_stat_every_core_is_used(monkeypatch):
 def test_proc_stat_parses_on_this_machine():
     times = cpu._cpu_times()
     assert times is None or 0 <= times[0] <= times[1]
+
+
+@pytest.mark.parametrize(("flags", "amx"), [("fpu avx2 avx512f amx_bf16 amx_tile amx_int8", True), ("fpu avx2 avx512f", False), ("fpu amx_tiles", False)])
+def test_amx_is_read_from_the_flags_line(tmp_path, flags, amx):
+    info = tmp_path / "cpuinfo"
+    info.write_text(f"processor\t: 0\nmodel name\t: amx_tile in a name is no flag\nflags\t\t: {flags}\n")
+    assert cpu.advertises_amx(str(info)) is amx
+
+
+def test_without_cpuinfo_amx_is_not_assumed(tmp_path):
+    assert cpu.advertises_amx(str(tmp_path / "missing")) is False
