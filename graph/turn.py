@@ -12,16 +12,17 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 
 from ragline.graph import events, tracing
 from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow, ResponseType, StreamResponse
 from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
+from ragline.graph.state import ChatResponse, TurnIds
 
 if TYPE_CHECKING:  # the builder imports begin_turn, which imports this module
     from ragline.graph.builder import Graph
@@ -46,6 +47,40 @@ def turn_ids(context: RunContext) -> TurnIds:
     return TurnIds(context.session_id, context.request_id, context.user_message_id, context.assistant_message_id)
 
 
+@dataclass
+class TurnWrites:
+    """What the turn's stages wrote that its host needs once the turn ends: the messages (the
+    answer among them, by id) and the last `chat_response`.
+
+    Gathered from LangGraph's "updates" stream as the stages finish. Reading the thread back after
+    the turn would cost as much as the whole conversation: every message deserialized, every turn.
+    """
+
+    messages: dict[str, AnyMessage] = field(default_factory=dict)
+    chat_response: ChatResponse | None = None
+
+    def see(self, chunk: dict[str, Any]) -> None:
+        """One "updates" chunk: {node: its update, or a list of them, or None}."""
+        for update in chunk.values():
+            for written in update if isinstance(update, list) else [update]:
+                if isinstance(written, dict):
+                    self._take(written)
+
+    def _take(self, update: dict[str, Any]) -> None:
+        if "chat_response" in update:
+            self.chat_response = update["chat_response"]
+        messages = update.get("messages") or []
+        for message in messages if isinstance(messages, list) else [messages]:
+            if isinstance(message, RemoveMessage):
+                self.messages.pop(message.id or "", None)
+            elif getattr(message, "id", None):
+                self.messages[message.id] = message  # add_messages: a later write with the same id replaces it
+
+    def values(self) -> dict[str, Any]:
+        """The written keys in the shape of the thread's state values."""
+        return {"messages": list(self.messages.values()), "chat_response": self.chat_response}
+
+
 class TurnDriver:
     """Runs one turn of a compiled graph on the session's thread and frames its events."""
 
@@ -60,6 +95,7 @@ class TurnDriver:
         self.durability = durability
         self.failed = False
         self.failure: Exception | None = None  # what broke the graph, for the host's logs
+        self.written = TurnWrites()
         self._open_windows: dict[str, None] = {}
 
     def opening(self, query: str, *, title_pending: bool = False) -> StreamResponse:
@@ -89,8 +125,12 @@ class TurnDriver:
         """`events` as the JSON-ready dicts the stages emitted, for a host that stores or sends them
         as they are (the HTTP service): an answer token is then never parsed back into a model."""
         try:
-            stream = self.graph.astream(graph_input, self.config, context=self.context, stream_mode="custom", durability=self.durability)
-            async for chunk in stream:
+            stream = self.graph.astream(graph_input, self.config, context=self.context, stream_mode=["custom", "updates"],
+                                        durability=self.durability)
+            async for mode, chunk in cast(AsyncIterator[tuple[str, Any]], stream):  # (mode, chunk) with several modes
+                if mode == "updates":
+                    self.written.see(chunk)
+                    continue
                 self.see(chunk.get("response_type", ""), chunk.get("data"))
                 yield chunk
         except Exception as exc:

@@ -40,6 +40,7 @@ class Run:
     lease_lost: bool = False
     already_complete: bool = False
     finishing: bool = False
+    ended: bool = False  # the graph reached its end: no failure, no stop, no timeout
 
     @property
     def context(self) -> RunContext:

@@ -69,6 +69,10 @@ class RunManager:
         self._loops: list[asyncio.Task[None]] = []
         self._closing = False
         self.heap = HeapFreezer()
+        # Sessions whose last turn ended here with the graph at its end, so their thread has nothing
+        # pending; the next turn needs no settling read, which costs as much as the whole conversation.
+        # Only without a durable registry: with one, other replicas write the same threads.
+        self._at_rest: dict[str, bool] = {}
 
     # --- lifecycle ---
 
@@ -178,14 +182,15 @@ class RunManager:
             graph_input: Any = {"request": run.request}
             if resume:
                 graph_input = await self._prepare_resume(run)
-            else:  # no run holds the thread (the registry said so): clear what a dead one left pending
-                await threads.settle(self.backend.graph, record.session_id)
+            elif not self._at_rest.pop(record.session_id, False):  # no run holds the thread (the registry said so)
+                await threads.settle(self.backend.graph, record.session_id)  # clear what a dead one left pending
             if graph_input is not _SKIP and not run.cancelled:
                 async with asyncio.timeout(defaults.RUN_MAX_S):
                     async for event in run.driver.event_dicts(graph_input):  # agent_query went out at submit
                         await self._write(run, event)
                 if run.driver.failure is not None:
                     log.error("run %s failed", record.message_id, exc_info=run.driver.failure)
+                run.ended = run.driver.failure is None and not run.cancelled
         except asyncio.CancelledError:
             if run.lease_lost or (self._closing and self.backend.registry.durable):
                 self._runs.pop(record.message_id, None)
@@ -219,20 +224,34 @@ class RunManager:
             with contextlib.suppress(Exception):
                 await self.backend.checkpointer.adelete_thread(record.session_id)
         elif not run.already_complete:
-            values: dict[str, Any] | None = None  # the thread after the turn: read once, for both steps below
+            values: dict[str, Any] | None = None  # what the turn left in the thread, for both steps below
             try:
                 if not run.cancelled:
-                    values = (await threads.snapshot(self.backend.graph, record.session_id)).values
+                    values = await self._turn_values(run)
                 await self._settle_answer(run, values)
             except Exception:
                 log.exception("could not save the answer of run %s", record.message_id)
             if values is not None:
                 self._after_turn(run, values)
+            if run.ended and not self.backend.registry.durable:
+                self._left_at_rest(record.session_id)
         if not run.already_complete:
             for event in run.driver.closing():  # cards left open, then complete
                 await self._write(run, as_json(event), final=True)
         await self.backend.registry.finish(record)
         await self.backend.sessions.patch(record.session_id, {"updated_at": utcnow()})
+
+    def _left_at_rest(self, session_id: str) -> None:
+        self._at_rest[session_id] = True
+        if len(self._at_rest) > defaults.AT_REST_SESSIONS_MAX:
+            del self._at_rest[next(iter(self._at_rest))]  # the longest remembered: it will be settled, as before
+
+    async def _turn_values(self, run: Run) -> dict[str, Any]:
+        """The thread after the turn, as far as its end needs it: what the turn's stages wrote. A run
+        taken over from another replica reads the thread back, since stages that ran there wrote part of it."""
+        if run.resume_filter is None:
+            return run.driver.written.values()
+        return (await threads.snapshot(self.backend.graph, run.record.session_id)).values
 
     def _after_turn(self, run: Run, values: dict[str, Any]) -> None:
         """Citations into the caller's ledger, the turn into their chat history when asked

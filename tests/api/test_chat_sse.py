@@ -178,3 +178,104 @@ async def test_stage_events_reach_the_in_process_log_without_langgraphs_stream(c
     assert answer_of(got) == "".join(WORDS.split(" ")) and types(got)[-1] == "complete"
     assert [int(f.entry) for f in got] == list(range(1, len(got) + 1))  # in order, none missing
     assert fetched == []
+
+
+def count_thread_reads(monkeypatch) -> list[str]:
+    """The sessions whose thread is read back whole (service/threads.snapshot, which settling uses too)."""
+    from ragline.service import threads
+
+    reads: list[str] = []
+    real = threads.snapshot
+    monkeypatch.setattr(threads, "snapshot", lambda graph, session_id: reads.append(session_id) or real(graph, session_id))
+    return reads
+
+
+async def test_a_turn_after_one_that_ended_here_reads_no_thread_back(client, scripted_model, monkeypatch):
+    """service/runs.py: a turn's end takes what its stages wrote, and the session's next turn needs no
+    settling read: both would cost as much as the whole conversation, every turn."""
+    reads = count_thread_reads(monkeypatch)
+    scripted_model.on(lambda b: True, Reply.text("First answer."), times=1)
+    scripted_model.on(lambda b: True, Reply.text("Second answer."))
+    sid = await new_session(client, title="t")
+    assert answer_of(await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)) == "First answer."
+    reads.clear()
+    got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+    assert answer_of(got) == "Second answer." and types(got)[-1] == "complete"
+    assert reads == []
+    messages = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+    assert [m["content"] for m in messages] == [ASK["query"], "First answer.", ASK["query"], "Second answer."]
+
+
+async def ask_once_free(client, sid: str) -> list:
+    """The next turn's frames, once the session's previous run has released it."""
+    for _ in range(50):
+        async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json=ASK) as response:
+            if response.status_code == 200:
+                return [frame async for frame in frames(response)]
+        await asyncio.sleep(0.1)
+    raise AssertionError("the session stayed busy")
+
+
+async def test_a_turn_after_one_whose_graph_raised_settles_the_thread_first(client, scripted_model, monkeypatch):
+    import ragline.nodes.chat_completion_stream as node
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("a stage broke")
+
+    reads = count_thread_reads(monkeypatch)
+    scripted_model.on(lambda b: True, Reply.text("Fine."))
+    sid = await new_session(client, title="t")
+    with monkeypatch.context() as patched:
+        patched.setattr(node, "answer_turn", broken)
+        assert "error" in types(await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK))
+    reads.clear()
+    assert answer_of(await ask_once_free(client, sid)) == "Fine." and sid in reads
+
+
+async def test_a_turn_after_one_that_timed_out_settles_the_thread_first(client, scripted_model, monkeypatch):
+    from ragline import defaults
+
+    reads = count_thread_reads(monkeypatch)
+    scripted_model.on(lambda b: True, Reply(chunks=["slow "] * 20, chunk_delay=0.1), times=1)
+    scripted_model.on(lambda b: True, Reply.text("Fine."))
+    sid = await new_session(client, title="t")
+    with monkeypatch.context() as patched:
+        patched.setattr(defaults, "RUN_MAX_S", 0.5)
+        assert "error" in types(await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK))
+    reads.clear()
+    assert answer_of(await ask_once_free(client, sid)) == "Fine." and sid in reads
+
+
+async def test_a_turn_after_a_stopped_one_settles_the_thread_first(client, scripted_model, monkeypatch):
+    reads = count_thread_reads(monkeypatch)
+    scripted_model.on(lambda b: True, Reply(chunks=[f"w{i} " for i in range(200)], chunk_delay=0.05), times=1)
+    scripted_model.on(lambda b: True, Reply.text("Fine."))
+    sid = await new_session(client, title="t")
+    stopped = None
+    async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json=ASK) as response:
+        async for frame in frames(response):
+            if frame.type == "answer" and not stopped:
+                stopped = await client.post(f"/api/v1/sessions/{sid}/stop", json={})
+    assert frame.type == "complete"  # read to the end: the stopped run has saved its partial answer (a read of its own)
+    reads.clear()
+    assert answer_of(await ask_once_free(client, sid)) == "Fine." and sid in reads
+
+
+async def test_with_a_durable_registry_every_turn_settles_the_thread_first(redis_server, scripted_server, scripted_model, monkeypatch):
+    """Replicas sharing Redis write the same threads: one replica's memory of a clean end proves nothing."""
+    from ragline.api.app import create_app
+    from tests.api.live import ThreadServer, memory_settings
+
+    redis_server.flush()
+    settings = memory_settings(scripted_server, redis_url=redis_server.url, checkpointer="redis", stream_manager="redis")
+    live = ThreadServer(create_app(settings)).start()
+    reads = count_thread_reads(monkeypatch)
+    scripted_model.on(lambda b: True, Reply.text("Fine."))
+    try:
+        async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
+            sid = await new_session(client, title="t")
+            assert answer_of(await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)) == "Fine."
+            reads.clear()
+            assert answer_of(await ask_once_free(client, sid)) == "Fine." and sid in reads
+    finally:
+        live.stop()
