@@ -24,6 +24,9 @@ For each N and each server, fresh processes, a warm-up, then N streams started e
 - gives first: the first failure seen (HTTP error, timeout, exception), else "-".
 - server CPU: CPU seconds the server's process tree used during the N streams, and that divided by
   the tokens delivered: what one relayed token costs the server, whatever the machine's load.
+- cores busy: CPU seconds of the server, the client (this process) and the model together, per
+  wall second. Near the machine's core count, the three share too little CPU: latency then
+  measures the queue for a core, whichever server runs.
 
 The floor (`--servers floor`, benchmarks/floor_relay.py) answers Ragline's routes with nothing
 between the model and the client: no graph, stream log or middleware. Its row is the best this
@@ -94,6 +97,11 @@ async def drive(server: Server, n: int, ramp_s: float, deadline_s: float) -> lis
         return await asyncio.gather(*(one_stream(server, client, begin + ramp_s * i / n, deadline_s) for i in range(n)))
 
 
+def own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def measure(server: Server, n: int, args: argparse.Namespace) -> dict[str, Any]:
     assert server.process is not None
     await drive(server, 3, 0.0, 60)  # warm-up: imports, the first model connection, first checkpoint
@@ -101,14 +109,17 @@ async def measure(server: Server, n: int, args: argparse.Namespace) -> dict[str,
     peak, stop = [baseline], asyncio.Event()
     sampler = asyncio.create_task(sample_rss(server.process.pid, peak, stop))
     load_before, cpu_before = os.getloadavg()[0], tree_cpu_s(server.process.pid)
+    harness_before = own_cpu_s() + tree_cpu_s(args.model_pid)
     started = time.monotonic()
     results = await drive(server, n, args.ramp, args.tokens / args.rate + 120)
     seconds = time.monotonic() - started
     cpu = tree_cpu_s(server.process.pid) - cpu_before
+    harness = own_cpu_s() + tree_cpu_s(args.model_pid) - harness_before
     stop.set()
     await sampler
     row = summarise(results, n, args.tokens, baseline, peak[0], seconds, load_before)
-    return {**row, "cpu_s": cpu, "cpu_us_per_token": cpu / max(1, sum(len(r.latencies_ms) for r in results)) * 1e6}
+    return {**row, "cpu_s": cpu, "cpu_us_per_token": cpu / max(1, sum(len(r.latencies_ms) for r in results)) * 1e6,
+            "cores_busy": (cpu + harness) / seconds}
 
 
 def summarise(results: list[StreamResult], n: int, tokens: int, baseline: float, peak: float, seconds: float,
@@ -174,6 +185,7 @@ def label(name: str, reader: str, redis: bool, readers: list[str]) -> str:
 def run(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     rows: list[tuple[str, dict[str, Any]]] = []
     model, model_url = stamped_model.start(args.tokens, args.rate)
+    args.model_pid = model.pid
     redis = None
     if args.redis:
         from tests.redis_server import RedisServer
@@ -224,13 +236,13 @@ def medians(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str,
 
 
 HEADER = ("| server | N | streams intact | peak streaming | first token p50/p99 s | p50 ms | p99 ms | max ms | lost | dup | errors | MB/stream | peak MB "
-          "| gives first | wall s | model tok/s | server CPU s | CPU µs/token | load 1m before/after |\n"
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |")
+          "| gives first | wall s | model tok/s | server CPU s | CPU µs/token | cores busy | load 1m before/after |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |")
 
 
 def print_row(name: str, r: dict[str, Any], file: Any = sys.stdout) -> None:
     print(f"| {name} | {r['n']} | {r['intact']}/{r['n']} | {r['peak_streaming']} | {r['ttft_p50'] / 1000:.1f} / {r['ttft_p99'] / 1000:.1f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['max']:.0f} | {r['lost']} | "
-          f"{r['dup']} | {r['errors']} | {r['mb_per_stream']:.2f} | {r['peak_mb']:.0f} | {r['gave']} | {r['seconds']:.1f} | {r['model_rate']:.1f} | {r['cpu_s']:.1f} | {r['cpu_us_per_token']:.0f} | "
+          f"{r['dup']} | {r['errors']} | {r['mb_per_stream']:.2f} | {r['peak_mb']:.0f} | {r['gave']} | {r['seconds']:.1f} | {r['model_rate']:.1f} | {r['cpu_s']:.1f} | {r['cpu_us_per_token']:.0f} | {r['cores_busy']:.2f} | "
           f"{r['load'][0]:.2f} / {r['load'][1]:.2f} |", file=file, flush=True)
 
 
