@@ -42,7 +42,7 @@ async def memory_recall(state: PipelineState, runtime: Runtime[RunContext]) -> d
     services = services_of(runtime)
     try:
         # opened off the event loop: the first call opens the store and the embedding cache (file I/O)
-        memory = await asyncio.to_thread(lambda: services.memory)
+        memory = services.memory if services.is_open("memory") else await asyncio.to_thread(lambda: services.memory)
         memories = await asyncio.wait_for(
             memory.search(caller_of(context), query, defaults.MEMORY_RECALL_LIMIT, services.settings.memory_min_score,
                           defaults.MEMORY_RECALL_MARGIN),
