@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline.checkpoints import redis_json
-from ragline.checkpoints.redis_json import DECODER, ENCODER, OrjsonRedis
+from ragline.checkpoints.redis_json import DECODER, ENCODER, OrjsonPipeline, OrjsonRedis
 from ragline.checkpoints.savers import redis_saver, redis_serializer
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
@@ -51,6 +51,34 @@ async def test_json_commands_and_pipelines_round_trip_through_redis(redis_server
         pipe.json().get("doc:2")
         assert await pipe.execute() == [True, {"z": [1]}]
         assert await client.json().get("doc:1") == {"a": [1, 2.5, "é", None, True], "b": {"c": {}}, "7": "non-string key"}
+    finally:
+        await client.aclose()
+
+
+async def test_a_pipeline_used_first_still_reads_json_replies(redis_server):
+    client = OrjsonRedis.from_url(redis_server.url)
+    try:
+        pipe = client.pipeline(transaction=False)
+        pipe.json().set("doc:first", "$", {"z": [1]})
+        pipe.json().get("doc:first")
+        assert await pipe.execute() == [True, {"z": [1]}]
+    finally:
+        await client.aclose()
+
+
+async def test_a_pipelines_json_commands_register_no_reply_callbacks_again(redis_server, monkeypatch):
+    """A pipeline per checkpoint write: its JSON commands reuse the client's, whose callbacks are in place."""
+    client = OrjsonRedis.from_url(redis_server.url)
+    try:
+        client.json()
+        registered: list[str] = []
+        monkeypatch.setattr(type(client), "set_response_callback", lambda self, command, callback: registered.append(command))
+        monkeypatch.setattr(OrjsonPipeline, "set_response_callback", lambda self, command, callback: registered.append(command), raising=False)
+        pipe = client.pipeline(transaction=False)
+        pipe.json().set("doc:3", "$", {"n": 3})
+        assert client.pipeline(transaction=False).json() is not pipe.json()  # each is bound to its own pipeline
+        assert registered == [] and await pipe.execute() == [True]
+        assert await client.json().get("doc:3") == {"n": 3}
     finally:
         await client.aclose()
 
