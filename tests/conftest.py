@@ -108,3 +108,19 @@ async def redis(redis_server):
 
     async with fresh_redis(redis_server) as client:
         yield client
+
+
+@pytest.fixture
+def thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The functions sent to a worker thread with asyncio.to_thread from now on."""
+    import asyncio
+
+    hops: list[object] = []
+    real = asyncio.to_thread
+
+    async def counted(func, /, *args, **kwargs):
+        hops.append(func)
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    return hops

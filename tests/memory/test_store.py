@@ -22,17 +22,9 @@ def store(tmp_path: Path):
 
 
 @pytest.fixture
-def hops(monkeypatch) -> list[str]:
+def hops(thread_hops) -> list[object]:
     """The store calls that went to a worker thread."""
-    seen: list[str] = []
-    real = asyncio.to_thread
-
-    async def counted(func, *args, **kwargs):
-        seen.append(getattr(func, "__name__", repr(func)))
-        return await real(func, *args, **kwargs)
-
-    monkeypatch.setattr(asyncio, "to_thread", counted)
-    return seen
+    return thread_hops
 
 
 async def test_a_search_of_an_empty_namespace_answers_without_a_thread(store, hops):

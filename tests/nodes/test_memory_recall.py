@@ -74,20 +74,10 @@ async def test_a_failing_store_never_stops_the_answer(tmp_path, embedder):
     assert await memory_recall(_state(QUESTION), _runtime(store, embedder)) == {}
 
 
-async def test_only_the_first_recall_opens_the_memory_service_in_a_thread(embedder, monkeypatch):
+async def test_only_the_first_recall_opens_the_memory_service_in_a_thread(embedder, thread_hops):
     """The first use opens stores (file I/O: off the event loop); later turns reach them directly."""
-    import asyncio
-
-    hops: list[Any] = []
-    real = asyncio.to_thread
-
-    async def counted(func, *args, **kwargs):
-        hops.append(func)
-        return await real(func, *args, **kwargs)
-
-    monkeypatch.setattr(asyncio, "to_thread", counted)
     runtime = _runtime(InMemoryStore(), embedder)
     await memory_recall(_state(QUESTION), runtime)
-    assert len(hops) == 1
+    assert len(thread_hops) == 1
     await memory_recall(_state(QUESTION), runtime)
-    assert len(hops) == 1
+    assert len(thread_hops) == 1
