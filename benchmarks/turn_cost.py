@@ -9,10 +9,11 @@ the server's CPU seconds from /proc: CPU per turn, whatever else the machine doe
 turn is what C clients waited. Each C is measured --repeat times with a fresh server, the rounds
 interleaved, and the median row comes last.
 
-    python benchmarks/turn_cost.py [--conc 1,4,32] [--turns 400] [--tokens 2] [--rate 1000] [--repeat 3]
+    python benchmarks/turn_cost.py [--conc 1,4,32] [--turns 400] [--tokens 2] [--rate 1000] [--repeat 3] [--redis]
 
 Server settings come from the environment as for any `ragline serve` (RAGLINE_*); like the load
-benchmark's, the server keeps checkpoints and streams in memory.
+benchmark's, the server keeps checkpoints and streams in memory, or with --redis in a local Redis 8
+(its own process: its CPU is not counted).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import stamped_model
 import uvloop
 from harness import tree_cpu_s
 from load_servers import RaglineServer, StreamResult
+
+from tests.redis_server import RedisServer
 
 
 async def measure(server: RaglineServer, conc: int, turns: int) -> dict[str, float]:
@@ -62,17 +65,19 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2, help="tokens per answer")
     parser.add_argument("--rate", type=float, default=1000.0, help="tokens per second per answer")
     parser.add_argument("--repeat", type=int, default=3, help="rows per C (fresh servers, interleaved); then their median")
+    parser.add_argument("--redis", action="store_true", help="checkpoints and streams in a local Redis 8")
     args = parser.parse_args()
     levels = [int(c) for c in args.conc.split(",") if c]
     model, model_url = stamped_model.start(args.tokens, args.rate)
     rows: dict[int, list[dict[str, float]]] = {c: [] for c in levels}
+    redis = RedisServer().start() if args.redis else None
     print(f"Plain-chat turns of {args.tokens} tokens at {args.rate:g} tokens/s, {args.turns} per row; "
-          "CPU: the server's process tree; wall: what each client waited per turn\n")
+          f"checkpoints and streams {'in Redis' if args.redis else 'in memory'}; CPU: the server's process tree; wall: what each client waited per turn\n")
     print("| row | turns in flight | server CPU ms/turn | wall ms/turn | failed |\n| --- | ---: | ---: | ---: | ---: |")
     try:
         for round_number in range(args.repeat):
             for conc in levels:
-                server = RaglineServer(model_url, conc, None)
+                server = RaglineServer(model_url, conc, redis.url if redis else None)
                 server.start()
                 try:
                     row: dict[str, Any] = uvloop.run(measure(server, conc, args.turns))
@@ -82,6 +87,8 @@ def main() -> None:
                 print_row(f"round {round_number + 1}", conc, row)
     finally:
         model.kill()
+        if redis is not None:
+            redis.stop()
     for conc, measured in rows.items():
         median = {key: statistics.median(r[key] for r in measured) for key in ("cpu_ms", "wall_ms")}
         print_row(f"median of {len(measured)}", conc, {**median, "failed": sum(r["failed"] for r in measured)})

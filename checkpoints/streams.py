@@ -117,6 +117,38 @@ _REDIS_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
 LINGER_S = 2.0  # a stream stays in the shared XREAD this long after its last waiter, so re-waiting costs no wake-up
 TTL_REFRESH_S = 60.0  # an append renews its stream's TTL at most this often: a log expires ttl_s after its last event, give or take this
 TTL_TRACKED_MAX = 10_000  # streams whose TTL renewal is tracked before the stale ones are forgotten
+HELD_MAX = 256  # entries the shared XREAD keeps per stream for its reader to come back for
+
+
+@dataclass(frozen=True)
+class _Append:
+    key: str
+    fields: dict[str, str]
+    renew_ttl: bool
+    future: asyncio.Future[str]
+
+
+@dataclass
+class _Held:
+    """What the shared XREAD read of one stream since `start`, all of it: the entries that came while
+    its reader was busy sending the previous ones, so that it need not read them again."""
+
+    start: str
+    entries: list[StreamEntry]
+
+    def after(self, position: str) -> list[StreamEntry] | None:
+        """The entries after `position`, or None when they may not all be here (it is before `start`)."""
+        if _id_key(position) < _id_key(self.start):
+            return None
+        return [e for e in self.entries if _id_key(e.id) > _id_key(position)]
+
+    def extend(self, start: str, entries: list[StreamEntry]) -> _Held:
+        end = self.entries[-1].id if self.entries else self.start
+        held = _Held(self.start, self.entries + entries) if start == end else _Held(start, list(entries))
+        if len(held.entries) > HELD_MAX:
+            dropped = len(held.entries) - HELD_MAX
+            held = _Held(held.entries[dropped - 1].id, held.entries[dropped:])
+        return held
 
 
 class RedisStreamManager:
@@ -135,11 +167,14 @@ class RedisStreamManager:
         self._waiters: dict[str, list[tuple[str, asyncio.Future[list[StreamEntry]]]]] = {}
         self._cursor: dict[str, str] = {}  # last entry id delivered, per stream
         self._last_waited: dict[str, float] = {}  # when a reader last waited on the stream
+        self._held: dict[str, _Held] = {}  # per lingering stream: what the XREADs read since its reader last waited
         self._blocking: dict[str, str] = {}  # the streams and positions of the XREAD in flight
         self._ttl_fresh_until: dict[str, float] = {}  # per stream: until when its TTL needs no renewing
         self._wake_key = f"{prefix}-wake:{uuid.uuid4().hex}"
         self._wake_id = "0-0"
         self._reader: asyncio.Task[None] | None = None
+        self._outbox: list[_Append] = []  # appends waiting for the batch on its way to go
+        self._sender: asyncio.Task[None] | None = None
         self._gathering = False  # the reader is about to start an XREAD: its positions are not fixed yet
 
     def key(self, session_id: str, message_id: str) -> str:
@@ -149,18 +184,52 @@ class RedisStreamManager:
         return bool(_REDIS_ID.match(entry_id))
 
     async def append(self, session_id: str, message_id: str, event: Event) -> str:
+        """Appends made while a batch is on its way go out together in the next one: one round trip
+        and one MULTI/EXEC for every run's token of a loop pass, not an XADD of its own each."""
         key = self.key(session_id, message_id)
         fields = {"e": json.dumps(event, ensure_ascii=False, separators=(",", ":"))}
         now = time.monotonic()
-        if self._ttl_fresh_until.get(key, 0.0) > now:  # set or refreshed by this process within TTL_REFRESH_S
-            return _text(await self.redis.xadd(key, fields))
-        async with self.redis.pipeline(transaction=True) as pipe:  # the key never exists without its TTL
-            pipe.xadd(key, fields)
-            pipe.expire(key, self.ttl_s)
-            entry_id, _ = await pipe.execute()
-        self._forget_stale_ttls(now)
-        self._ttl_fresh_until[key] = now + TTL_REFRESH_S
-        return _text(entry_id)
+        renew_ttl = self._ttl_fresh_until.get(key, 0.0) <= now  # not set or refreshed by this process within TTL_REFRESH_S
+        pending = _Append(key, fields, renew_ttl, asyncio.get_running_loop().create_future())
+        self._outbox.append(pending)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send_appends(), name="stream-appends")
+        entry_id = await pending.future  # a caller cancelled meanwhile: its append may still go out, as an XADD would
+        if renew_ttl:
+            self._forget_stale_ttls(now)
+            self._ttl_fresh_until[key] = now + TTL_REFRESH_S
+        return entry_id
+
+    async def _send_appends(self) -> None:
+        """Until the outbox is empty: send what gathered in it as one transaction (each new stream's
+        EXPIRE beside its XADD, so that the key never exists without its TTL)."""
+        while self._outbox:
+            batch, self._outbox = self._outbox, []
+            try:
+                await self._send_batch(batch)
+            except asyncio.CancelledError:  # shutting down: nobody is left waiting for an answer that never comes
+                for pending in batch + self._outbox:
+                    pending.future.cancel()
+                raise
+            except Exception as exc:  # the connection, after the client's retries: every append of the batch failed
+                for pending in batch:
+                    _settle(pending.future, exc)
+
+    async def _send_batch(self, batch: list[_Append]) -> None:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            renewed: set[str] = set()  # one EXPIRE per stream and batch, after its first XADD
+            for pending in batch:
+                pipe.xadd(pending.key, pending.fields)
+                if pending.renew_ttl and pending.key not in renewed:
+                    pipe.expire(pending.key, self.ttl_s)
+                    renewed.add(pending.key)
+            replies = iter(await pipe.execute(raise_on_error=False))
+        for pending in batch:
+            reply = next(replies)
+            if pending.key in renewed:
+                next(replies)
+                renewed.discard(pending.key)
+            _settle(pending.future, reply if isinstance(reply, Exception) else _text(reply))
 
     def _forget_stale_ttls(self, now: float) -> None:
         if len(self._ttl_fresh_until) > TTL_TRACKED_MAX:
@@ -181,6 +250,12 @@ class RedisStreamManager:
 
     async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]:
         key, position = self.key(session_id, message_id), after or "0-0"
+        held = self._held.get(key)
+        if held is not None and (fresh := held.after(position)) is not None:
+            self._held[key] = _Held(position, fresh)  # a reader comes back from where it got to: keep only what follows
+            if fresh:
+                self._last_waited[key] = time.monotonic()
+                return fresh
         if not self._covered(key, position):
             # Read first: entries may be there already that no XREAD will return soon. A follower back
             # for more between two frames (the common case) is covered, and skips this round trip.
@@ -220,6 +295,7 @@ class RedisStreamManager:
         for key in [k for k, t in self._last_waited.items() if k not in self._waiters and now - t > LINGER_S]:
             self._last_waited.pop(key, None)
             self._cursor.pop(key, None)
+            self._held.pop(key, None)
         positions = {key: self._cursor[key] for key in self._last_waited if key in self._cursor}
         for key, waiting in self._waiters.items():
             positions[key] = min((after for after, _ in waiting), key=_id_key)
@@ -263,6 +339,7 @@ class RedisStreamManager:
                     continue
                 entries = [_entry(entry_id, fields) for entry_id, fields in rows]
                 self._cursor[key] = entries[-1].id
+                self._held[key] = self._held.get(key, _Held(positions[key], [])).extend(positions[key], entries)
                 start = _id_key(positions[key])
                 for waiter in list(self._waiters.get(key, [])):
                     after, future = waiter
@@ -281,6 +358,8 @@ class RedisStreamManager:
     async def aclose(self) -> None:
         if self._reader is not None:
             self._reader.cancel()
+        if self._sender is not None:  # the appends already made go out first
+            await asyncio.gather(self._sender, return_exceptions=True)
         with contextlib.suppress(Exception):
             await self.redis.delete(self._wake_key)
 
@@ -296,6 +375,15 @@ def _xread_rows(reply: Any) -> list[tuple[str, list[Any]]]:
     if isinstance(reply, dict):  # RESP3
         return [(_text(key), value[0] if value and isinstance(value[0], list) else value) for key, value in reply.items()]
     return [(_text(key), rows) for key, rows in reply]
+
+
+def _settle(future: asyncio.Future[str], outcome: str | BaseException) -> None:
+    if future.done():  # its caller was cancelled
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
 
 
 def _text(value: Any) -> str:

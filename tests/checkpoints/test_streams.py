@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragline import defaults
 from ragline.checkpoints import streams as streams_module
-from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager
+from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager, StreamEntry
 from tests.redis_server import fresh_redis
 
 
@@ -89,6 +91,63 @@ async def test_redis_appends_renew_the_ttl_once_per_refresh_period_not_per_event
     await streams.append("s", "m", ev(20))
     assert await _expire_calls(redis) == 3
     assert await redis.ttl(streams.key("s", "m")) > 100
+
+
+async def _calls(redis, command: str) -> int:
+    return int((await redis.info("commandstats")).get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+async def test_redis_appends_made_together_go_out_in_one_transaction_each_stream_in_order(redis):
+    streams = RedisStreamManager(redis)
+    await redis.config_resetstat()
+    ids = await asyncio.gather(*(streams.append("s", f"m{n % 5}", ev(n)) for n in range(50)))
+    assert await _calls(redis, "exec") <= 2  # the first append's batch, then all that gathered behind it
+    assert await _calls(redis, "xadd") == 50
+    assert await _calls(redis, "expire") == 5  # each new stream's TTL once, beside its first XADD
+    for m in range(5):
+        entries = await streams.read("s", f"m{m}")
+        assert [e.event["content"] for e in entries] == [f"t{n}" for n in range(m, 50, 5)]
+        assert [e.id for e in entries] == [ids[n] for n in range(m, 50, 5)]
+        assert 0 < await redis.ttl(streams.key("s", f"m{m}")) <= defaults.STREAM_TTL_S
+    await streams.aclose()
+
+
+async def test_a_redis_append_that_fails_fails_alone_in_its_batch(redis):
+    streams = RedisStreamManager(redis)
+    await redis.set(streams.key("s", "broken"), "not a stream")
+    ok, broken, also_ok = await asyncio.gather(streams.append("s", "a", ev(0)), streams.append("s", "broken", ev(1)),
+                                               streams.append("s", "b", ev(2)), return_exceptions=True)
+    assert isinstance(broken, Exception) and "WRONGTYPE" in str(broken)
+    assert [e.id for e in await streams.read("s", "a")] == [ok]
+    assert [e.id for e in await streams.read("s", "b")] == [also_ok]
+    await streams.aclose()
+
+
+async def test_a_cancelled_redis_append_leaves_the_others_of_its_batch_alone(redis):
+    streams = RedisStreamManager(redis)
+    first = asyncio.create_task(streams.append("s", "m", ev(0)))
+    second = asyncio.create_task(streams.append("s", "m", ev(1)))
+    await asyncio.sleep(0)
+    first.cancel()
+    async with asyncio.timeout(10):
+        assert await second
+    assert [e.event["content"] for e in await streams.read("s", "m")][-1] == "t1"
+    await streams.aclose()
+
+
+class _SlowSender(RedisStreamManager):
+    async def _send_appends(self) -> None:
+        await asyncio.sleep(0.2)
+        await super()._send_appends()
+
+
+async def test_closing_a_redis_stream_manager_sends_the_appends_already_made(redis):
+    streams = _SlowSender(redis)
+    appends = [asyncio.create_task(streams.append("s", "m", ev(n))) for n in range(10)]
+    await asyncio.sleep(0)  # each has made its append
+    await streams.aclose()
+    assert len(await streams.read("s", "m")) == 10
+    assert len(await asyncio.gather(*appends)) == 10
 
 
 class _CountingReads(RedisStreamManager):
@@ -206,6 +265,71 @@ async def test_redis_followers_share_one_blocking_connection(redis_server):
         await streams.aclose()
 
 
+async def test_a_busy_redis_follower_gets_what_the_shared_xread_read_meanwhile_without_reading_it_again(redis, monkeypatch):
+    """Under load the follower is still sending its last frame when the next XREAD returns: those
+    entries are held for it, not dropped and read back with an XRANGE of its own."""
+    monkeypatch.setattr(streams_module, "LINGER_S", 600.0)
+    streams = _CountingReads(redis)
+    key = streams.key("s", "m")
+    first = await streams.append("s", "m", ev(0))
+    waiting = asyncio.create_task(streams.wait("s", "m", first, timeout=10))
+    await _until(lambda: streams._blocking.get(key) == first)
+    reads = streams.reads
+    second = await streams.append("s", "m", ev(1))
+    assert [e.id for e in await waiting] == [second]
+    later = [await streams.append("s", "m", ev(n)) for n in range(2, 6)]  # the follower is busy: nobody waits
+    await _until(lambda: streams._cursor.get(key) == later[-1])
+    assert [e.event["content"] for e in await streams.wait("s", "m", second, timeout=10)] == ["t2", "t3", "t4", "t5"]
+    assert streams.reads == reads
+    await streams.aclose()
+
+
+async def test_a_redis_follower_behind_what_is_held_reads_every_entry(redis, monkeypatch):
+    monkeypatch.setattr(streams_module, "LINGER_S", 600.0)
+    monkeypatch.setattr(streams_module, "HELD_MAX", 3)
+    streams = _CountingReads(redis)
+    key = streams.key("s", "m")
+    ids = [await streams.append("s", "m", ev(0))]
+    waiting = asyncio.create_task(streams.wait("s", "m", ids[0], timeout=10))
+    await _until(lambda: streams._blocking.get(key) == ids[0])
+    ids += [await streams.append("s", "m", ev(n)) for n in range(1, 8)]
+    assert await waiting
+    await _until(lambda: streams._cursor.get(key) == ids[-1])
+    assert len(streams._held[key].entries) <= 3  # the bound holds while nobody comes back
+    assert [e.id for e in await streams.wait("s", "m", ids[0], timeout=10)] == ids[1:]  # the oldest were let go: read again
+    reads = streams.reads
+    assert [e.id for e in await streams.wait("s", "m", ids[5], timeout=10)] == ids[6:]  # a second reader, further on
+    assert streams.reads == reads
+    await streams.aclose()
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=30), held_max=st.integers(0, 5))
+def test_what_is_held_is_every_entry_after_a_position_or_nothing(steps, held_max):
+    """A model of a stream (ids 1..n) read by XREADs from arbitrary positions and waited on from
+    arbitrary positions: `after` is either exactly the entries after the position, or None."""
+    stream: list[StreamEntry] = []
+    held: streams_module._Held | None = None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(streams_module, "HELD_MAX", held_max)
+        for grow, back in steps:
+            stream += [StreamEntry(f"{len(stream) + i + 1}-0", {}) for i in range(grow)]
+            start = max(0, len(stream) - back)  # an XREAD from there: all that followed it
+            position = f"{start}-0"
+            read = stream[start:]
+            if read:
+                held = (held or streams_module._Held(position, [])).extend(position, read)
+            if held is not None:
+                for waited in range(len(stream) + 1):
+                    got = held.after(f"{waited}-0")
+                    assert got is None or got == stream[waited:held_end(held, stream)]
+                assert len(held.entries) <= held_max
+
+
+def held_end(held: streams_module._Held, stream: list[StreamEntry]) -> int:
+    return int((held.entries[-1].id if held.entries else held.start).split("-")[0])
+
+
 class _LateReader(RedisStreamManager):
     """Replays, step by step, the race that lost frames under load (98 of 100 Redis streams intact):
     a reader's XRANGE is answered before entry 2 is appended (it sees nothing new), but handled only
@@ -241,6 +365,7 @@ async def _until(condition) -> None:
 
 async def test_redis_reader_behind_the_shared_cursor_still_gets_every_entry(redis, monkeypatch):
     monkeypatch.setattr(streams_module, "LINGER_S", 600.0)  # the stream stays in the shared XREAD throughout
+    monkeypatch.setattr(streams_module, "HELD_MAX", 0)  # what the XREAD read is not held: the reader reads it
     streams = _LateReader(redis)
     key = streams.key("s", "m")
     first = await streams.append("s", "m", ev(1))
