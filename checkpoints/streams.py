@@ -3,7 +3,8 @@
 A run appends every event it emits to the log keyed by (session id, assistant message id); SSE
 responses read it from an offset. Two operations and a blocking wait:
 
-- `append(session, message, event) -> entry id`
+- `append(session, message, event) -> entry id`, and `append_soon` for a caller that cannot wait
+  (done at once in process; on Redis, queued for the next batch and answered by a future)
 - `read(session, message, after=None) -> entries after that id` (all of them when None)
 - `wait(session, message, after, timeout) -> entries after that id`, blocking until there are some
   or the timeout passes (readers never poll).
@@ -41,6 +42,8 @@ class StreamEntry:
 class StreamManager(Protocol):
     async def append(self, session_id: str, message_id: str, event: Event) -> str: ...
 
+    def append_soon(self, session_id: str, message_id: str, event: Event) -> asyncio.Future[str] | None: ...
+
     async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]: ...
 
     async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]: ...
@@ -70,6 +73,10 @@ class MemoryStreamManager:
 
     async def append(self, session_id: str, message_id: str, event: Event) -> str:
         return self.append_now(session_id, message_id, event)
+
+    def append_soon(self, session_id: str, message_id: str, event: Event) -> None:
+        """`append` for a caller that cannot wait (a stage emitting an event): here it is done at once."""
+        self.append_now(session_id, message_id, event)
 
     def append_now(self, session_id: str, message_id: str, event: Event) -> str:
         """`append` for a caller that cannot wait (a stage emitting an event): nothing here waits."""
@@ -186,19 +193,19 @@ class RedisStreamManager:
     async def append(self, session_id: str, message_id: str, event: Event) -> str:
         """Appends made while a batch is on its way go out together in the next one: one round trip
         and one MULTI/EXEC for every run's token of a loop pass, not an XADD of its own each."""
+        return await self.append_soon(session_id, message_id, event)  # a caller cancelled meanwhile: its append may still go out
+
+    def append_soon(self, session_id: str, message_id: str, event: Event) -> asyncio.Future[str]:
+        """`append` for a caller that cannot wait (a stage emitting an event): the event joins the next
+        batch, in order, and the future tells its entry id or what went wrong."""
         key = self.key(session_id, message_id)
         fields = {"e": json.dumps(event, ensure_ascii=False, separators=(",", ":"))}
-        now = time.monotonic()
-        renew_ttl = self._ttl_fresh_until.get(key, 0.0) <= now  # not set or refreshed by this process within TTL_REFRESH_S
+        renew_ttl = self._ttl_fresh_until.get(key, 0.0) <= time.monotonic()  # not set or refreshed by this process within TTL_REFRESH_S
         pending = _Append(key, fields, renew_ttl, asyncio.get_running_loop().create_future())
         self._outbox.append(pending)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send_appends(), name="stream-appends")
-        entry_id = await pending.future  # a caller cancelled meanwhile: its append may still go out, as an XADD would
-        if renew_ttl:
-            self._forget_stale_ttls(now)
-            self._ttl_fresh_until[key] = now + TTL_REFRESH_S
-        return entry_id
+        return pending.future
 
     async def _send_appends(self) -> None:
         """Until the outbox is empty: send what gathered in it as one transaction (each new stream's
@@ -224,11 +231,14 @@ class RedisStreamManager:
                     pipe.expire(pending.key, self.ttl_s)
                     renewed.add(pending.key)
             replies = iter(await pipe.execute(raise_on_error=False))
+        now = time.monotonic()
         for pending in batch:
             reply = next(replies)
             if pending.key in renewed:
                 next(replies)
                 renewed.discard(pending.key)
+                self._forget_stale_ttls(now)
+                self._ttl_fresh_until[pending.key] = now + TTL_REFRESH_S
             _settle(pending.future, reply if isinstance(reply, Exception) else _text(reply))
 
     def _forget_stale_ttls(self, now: float) -> None:

@@ -1,22 +1,22 @@
 """A run being driven (Run), what of its events a client may see, and StageEvents, which takes a
 run's events from its stages straight into the answer's stream log.
 
-With the in-process log, whose append never waits, the HTTP service gives each run an
-ExclusiveSink: `events.emit` appends an event where the stage emits it, instead of writing it to
-LangGraph's custom stream for the run's driver to read back and append. Per answer token, that is
-a task switch and a pass through LangGraph's stream machinery fewer between the model's chunk and
-the client's frame (benchmarks/load.py, N = 200: about a fifth less server CPU per token). The
-Redis log is still written by the driver (service/runs.py): its appends are network calls, which
-a stage's synchronous emit cannot wait for.
+The HTTP service gives each run an ExclusiveSink: `events.emit` appends an event where the stage
+emits it, instead of writing it to LangGraph's custom stream for the run's driver to read back and
+append. Per answer token, that is a task switch and a pass through LangGraph's stream machinery
+fewer between the model's chunk and the client's frame (benchmarks/load.py, N = 200: about a fifth
+less server CPU per token). The in-process log appends at once; the Redis log queues the event for
+its next batch of appends (`append_soon`), and the run learns how that went before it finishes
+(`StageEvents.delivered`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from ragline.checkpoints.streams import Event, MemoryStreamManager
+from ragline.checkpoints.streams import Event
 from ragline.graph.context import ExclusiveSink, RunContext
 from ragline.graph.events import ResponseType, StreamResponse, as_json
 from ragline.graph.request import PipelineRequest
@@ -41,6 +41,7 @@ class Run:
     already_complete: bool = False
     finishing: bool = False
     ended: bool = False  # the graph reached its end: no failure, no stop, no timeout
+    stage_events: StageEvents | None = None  # the sink the stages emit into, when the run has one
 
     @property
     def context(self) -> RunContext:
@@ -63,10 +64,18 @@ class Run:
         return event
 
 
+class ImmediateStreams(Protocol):
+    """A stream log a stage can append to without waiting: None when done, else a future of the entry id."""
+
+    def append_soon(self, session_id: str, message_id: str, event: Event) -> asyncio.Future[str] | None: ...
+
+
 class StageEvents(ExclusiveSink):
-    def __init__(self, streams: MemoryStreamManager, run: Run) -> None:
+    def __init__(self, streams: ImmediateStreams, run: Run) -> None:
         self.streams = streams
         self.run = run
+        self._last: asyncio.Future[str] | None = None  # appends go out in order: when it is done, all are
+        self._failure: BaseException | None = None
 
     def __call__(self, event: Any) -> None:
         as_dict: Event = as_json(event) if isinstance(event, StreamResponse) else event
@@ -74,5 +83,20 @@ class StageEvents(ExclusiveSink):
         run.driver.see(as_dict.get("response_type", ""), as_dict.get("data"))  # failures and open cards, as if the driver read it
         admitted = run.admit(as_dict)
         if admitted is not None:
-            self.streams.append_now(run.record.session_id, run.record.message_id, admitted)
+            sent = self.streams.append_soon(run.record.session_id, run.record.message_id, admitted)
+            if sent is not None:
+                self._last = sent
+                sent.add_done_callback(self._check)
             run.transcript.add(admitted)
+
+    def _check(self, sent: asyncio.Future[str]) -> None:
+        failure = None if sent.cancelled() else sent.exception()  # read either way: no "never retrieved" warning
+        if self._failure is None:
+            self._failure = failure
+
+    async def delivered(self) -> None:
+        """Once every event emitted so far is in the log; raises the first append that failed."""
+        if self._last is not None:
+            await asyncio.wait([self._last])
+        if self._failure is not None:
+            raise self._failure

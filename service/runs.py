@@ -1,8 +1,8 @@
 """RunManager: graph runs decoupled from connections (seed: qa.go setupSSEStream + AgentStreamHandler).
 
 A request starts a run as a background task and gets its ids back; the run appends every event
-to the StreamManager, where any SSE response — on any replica — reads it (the in-process log takes
-the stages' events as they are emitted: service/relay.py). The run outlives its
+to the StreamManager, where any SSE response — on any replica — reads it (the stages' events go
+in as they are emitted: service/relay.py). The run outlives its
 client: a refresh or a dropped connection resumes from the stream.
 
 - stop: the stop route appends a `stop` event and raises the run's stop flag; the holder's stop
@@ -28,7 +28,7 @@ import uuid
 from typing import Any
 
 from ragline import defaults
-from ragline.checkpoints.streams import Event, MemoryStreamManager
+from ragline.checkpoints.streams import Event
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import as_json
@@ -151,8 +151,8 @@ class RunManager:
         driver = TurnDriver(self.backend.graph, context, config=threads.thread_config(record.session_id),
                             durability=self.backend.durability)
         run = Run(record, driver, request)
-        if isinstance(self.backend.streams, MemoryStreamManager):  # an append that never waits: straight from the stages
-            run.context.event_sink = StageEvents(self.backend.streams, run)
+        run.stage_events = StageEvents(self.backend.streams, run)  # a stage's events go straight into the log
+        run.context.event_sink = run.stage_events
         self._runs[record.message_id] = run
         run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{record.message_id}")
 
@@ -188,6 +188,8 @@ class RunManager:
                 async with asyncio.timeout(defaults.RUN_MAX_S):
                     async for event in run.driver.event_dicts(graph_input):  # agent_query went out at submit
                         await self._write(run, event)
+                    if run.stage_events is not None:
+                        await run.stage_events.delivered()
                 if run.driver.failure is not None:
                     log.error("run %s failed", record.message_id, exc_info=run.driver.failure)
                 run.ended = run.driver.failure is None and not run.cancelled

@@ -180,6 +180,67 @@ async def test_stage_events_reach_the_in_process_log_without_langgraphs_stream(c
     assert fetched == []
 
 
+def _redis_app(redis_server, scripted_server):
+    from ragline.api.app import create_app
+    from tests.api.live import ThreadServer, memory_settings
+
+    redis_server.flush()
+    return ThreadServer(create_app(memory_settings(scripted_server, redis_url=redis_server.url, checkpointer="redis",
+                                                   stream_manager="redis"))).start()
+
+
+async def test_stage_events_reach_the_redis_log_without_langgraphs_stream(redis_server, scripted_server, scripted_model, monkeypatch):
+    """On Redis too: a stage's event joins the next batch of appends where it is emitted."""
+    import ragline.graph.events as events_module
+
+    fetched: list[object] = []
+    real = events_module.get_stream_writer
+    monkeypatch.setattr(events_module, "get_stream_writer", lambda: fetched.append(1) or real())
+    scripted_model.on(lambda b: True, Reply(chunks=WORDS.split(" ")))
+    live = _redis_app(redis_server, scripted_server)
+    try:
+        async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
+            sid = await new_session(client, title="t")
+            got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+            assert answer_of(got) == "".join(WORDS.split(" ")) and types(got)[-1] == "complete"
+            ids = [tuple(int(part) for part in f.entry.split("-")) for f in got]
+            assert ids == sorted(set(ids))  # in order, none twice
+            stored = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+            assert stored[-1]["content"] == "".join(WORDS.split(" "))
+    finally:
+        live.stop()
+    assert fetched == []
+
+
+async def test_a_stage_event_redis_refused_ends_the_answer_in_an_error(redis_server, scripted_server, scripted_model, monkeypatch):
+    """The run asks whether its stages' events reached the log before it ends: one that did not is a failure, not a quiet gap."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from ragline.checkpoints.streams import RedisStreamManager
+
+    real = RedisStreamManager.append_soon
+
+    def refuse_answers(self, session_id, message_id, event):
+        if event.get("response_type") != "answer":
+            return real(self, session_id, message_id, event)
+        refused = asyncio.get_running_loop().create_future()
+        refused.set_exception(RedisConnectionError("Redis went away"))
+        return refused
+
+    monkeypatch.setattr(RedisStreamManager, "append_soon", refuse_answers)
+    scripted_model.on(lambda b: True, Reply(chunks=WORDS.split(" ")))
+    live = _redis_app(redis_server, scripted_server)
+    try:
+        async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
+            sid = await new_session(client, title="t")
+            got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+    finally:
+        live.stop()
+    errors = [f for f in got if f.type == "error"]
+    assert errors and "Redis went away" in errors[0].event["content"]
+    assert types(got)[-1] == "complete"
+
+
 def count_thread_reads(monkeypatch) -> list[str]:
     """The sessions whose thread is read back whole (service/threads.snapshot, which settling uses too)."""
     from ragline.service import threads

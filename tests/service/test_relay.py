@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from ragline.checkpoints.streams import MemoryStreamManager
+import pytest
+
+from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager, StreamManager
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow
@@ -13,35 +15,63 @@ from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver
 from ragline.service.registry import RunRecord
 from ragline.service.relay import Run, StageEvents
+from tests.redis_server import fresh_redis
 
 TURN = TurnIds("s", "r", "u", "a")
 
 
-def _relay() -> tuple[StageEvents, MemoryStreamManager, Run]:
+def _relay(streams: StreamManager | None = None) -> tuple[StageEvents, StreamManager, Run]:
     """A relay for a run as service/runs.py makes it (its driver only tracks events here: no graph)."""
     context = RunContext(session_id="s", request_id="r", user_message_id="u", assistant_message_id="a", cancel_event=threading.Event())
     record = RunRecord("s", "r", "u", "a", tenant_id="t", owner_id="o", request_json="{}", query="q")
     run = Run(record, TurnDriver(None, context), PipelineRequest(query="q"))  # type: ignore[arg-type]
-    streams = MemoryStreamManager()
+    streams = streams or MemoryStreamManager()
     return StageEvents(streams, run), streams, run
 
 
-async def test_events_are_in_the_log_the_moment_a_stage_emits_them():
-    relay, streams, run = _relay()
+@pytest.fixture(params=["memory", "redis"])
+async def streams(request):
+    if request.param == "memory":
+        yield MemoryStreamManager()
+        return
+    async with fresh_redis(request.getfixturevalue("redis_server")) as redis:
+        manager = RedisStreamManager(redis)
+        yield manager
+        await manager.aclose()
+
+
+async def test_events_are_in_the_log_the_moment_a_stage_emits_them(streams):
+    """In process they are there at once; on Redis, once `delivered` says so (they went out in the next batch)."""
+    relay, streams, run = _relay(streams)
     relay(events.answer(TURN, "Par"))
     relay({"response_type": "answer", "content": "is", "session_id": "s"})  # an already JSON-ready event goes as it is
+    await relay.delivered()
     logged = [entry.event for entry in await streams.read("s", "a")]
     assert [e["content"] for e in logged] == ["Par", "is"] and logged[0]["response_type"] == "answer"
     assert run.transcript.answer == "Paris"
 
 
-async def test_what_the_run_does_not_admit_never_reaches_the_log():
-    relay, streams, run = _relay()
+async def test_what_the_run_does_not_admit_never_reaches_the_log(streams):
+    relay, streams, run = _relay(streams)
     relay(events.answer(TURN, "before the stop"))
     run.driver.context.cancel_event.set()
     relay(events.answer(TURN, " after it"))
+    await relay.delivered()
     assert [entry.event["content"] for entry in await streams.read("s", "a")] == ["before the stop"]
     assert run.transcript.answer == "before the stop"
+
+
+async def test_a_stage_event_the_redis_log_refused_fails_the_run_when_it_asks(redis):
+    streams = RedisStreamManager(redis)
+    relay, _, _ = _relay(streams)
+    relay(events.answer(TURN, "fine"))
+    await relay.delivered()
+    await redis.set(streams.key("s", "a"), "not a stream")  # the next append is refused
+    relay(events.answer(TURN, " lost"))
+    relay(events.answer(TURN, " also lost"))
+    with pytest.raises(Exception, match="WRONGTYPE"):
+        await relay.delivered()
+    await streams.aclose()
 
 
 async def test_the_driver_learns_of_failures_and_open_cards_from_relayed_events():
