@@ -124,3 +124,18 @@ def thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
     monkeypatch.setattr(asyncio, "to_thread", counted)
     return hops
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def streams(request):
+    """Each stream log in turn: in process, then on a flushed database of the session's Redis."""
+    from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager
+    from tests.redis_server import fresh_redis
+
+    if request.param == "memory":
+        yield MemoryStreamManager()
+        return
+    async with fresh_redis(request.getfixturevalue("redis_server")) as redis:
+        manager = RedisStreamManager(redis)
+        yield manager
+        await manager.aclose()

@@ -180,13 +180,21 @@ async def test_stage_events_reach_the_in_process_log_without_langgraphs_stream(c
     assert fetched == []
 
 
-def _redis_app(redis_server, scripted_server):
+async def _chat_on_redis(redis_server, scripted_server) -> tuple[list, list[dict]]:
+    """One turn on an app with its checkpoints and streams in Redis: the frames, then the stored messages."""
     from ragline.api.app import create_app
     from tests.api.live import ThreadServer, memory_settings
 
     redis_server.flush()
-    return ThreadServer(create_app(memory_settings(scripted_server, redis_url=redis_server.url, checkpointer="redis",
-                                                   stream_manager="redis"))).start()
+    settings = memory_settings(scripted_server, redis_url=redis_server.url, checkpointer="redis", stream_manager="redis")
+    live = ThreadServer(create_app(settings)).start()
+    try:
+        async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
+            sid = await new_session(client, title="t")
+            got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+            return got, (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
+    finally:
+        live.stop()
 
 
 async def test_stage_events_reach_the_redis_log_without_langgraphs_stream(redis_server, scripted_server, scripted_model, monkeypatch):
@@ -197,18 +205,11 @@ async def test_stage_events_reach_the_redis_log_without_langgraphs_stream(redis_
     real = events_module.get_stream_writer
     monkeypatch.setattr(events_module, "get_stream_writer", lambda: fetched.append(1) or real())
     scripted_model.on(lambda b: True, Reply(chunks=WORDS.split(" ")))
-    live = _redis_app(redis_server, scripted_server)
-    try:
-        async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
-            sid = await new_session(client, title="t")
-            got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
-            assert answer_of(got) == "".join(WORDS.split(" ")) and types(got)[-1] == "complete"
-            ids = [tuple(int(part) for part in f.entry.split("-")) for f in got]
-            assert ids == sorted(set(ids))  # in order, none twice
-            stored = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
-            assert stored[-1]["content"] == "".join(WORDS.split(" "))
-    finally:
-        live.stop()
+    got, stored = await _chat_on_redis(redis_server, scripted_server)
+    assert answer_of(got) == "".join(WORDS.split(" ")) and types(got)[-1] == "complete"
+    ids = [tuple(int(part) for part in f.entry.split("-")) for f in got]
+    assert ids == sorted(set(ids))  # in order, none twice
+    assert stored[-1]["content"] == "".join(WORDS.split(" "))
     assert fetched == []
 
 
@@ -229,13 +230,7 @@ async def test_a_stage_event_redis_refused_ends_the_answer_in_an_error(redis_ser
 
     monkeypatch.setattr(RedisStreamManager, "append_soon", refuse_answers)
     scripted_model.on(lambda b: True, Reply(chunks=WORDS.split(" ")))
-    live = _redis_app(redis_server, scripted_server)
-    try:
-        async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
-            sid = await new_session(client, title="t")
-            got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
-    finally:
-        live.stop()
+    got, _ = await _chat_on_redis(redis_server, scripted_server)
     errors = [f for f in got if f.type == "error"]
     assert errors and "Redis went away" in errors[0].event["content"]
     assert types(got)[-1] == "complete"

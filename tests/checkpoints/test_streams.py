@@ -14,15 +14,6 @@ from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager,
 from tests.redis_server import fresh_redis
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def streams(request):
-    if request.param == "memory":
-        yield MemoryStreamManager()
-        return
-    async with fresh_redis(request.getfixturevalue("redis_server")) as redis:
-        yield RedisStreamManager(redis)
-
-
 def ev(n: int) -> dict:
     return {"response_type": "answer", "content": f"t{n}"}
 

@@ -15,7 +15,6 @@ from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver
 from ragline.service.registry import RunRecord
 from ragline.service.relay import Run, StageEvents
-from tests.redis_server import fresh_redis
 
 TURN = TurnIds("s", "r", "u", "a")
 
@@ -27,17 +26,6 @@ def _relay(streams: StreamManager | None = None) -> tuple[StageEvents, StreamMan
     run = Run(record, TurnDriver(None, context), PipelineRequest(query="q"))  # type: ignore[arg-type]
     streams = streams or MemoryStreamManager()
     return StageEvents(streams, run), streams, run
-
-
-@pytest.fixture(params=["memory", "redis"])
-async def streams(request):
-    if request.param == "memory":
-        yield MemoryStreamManager()
-        return
-    async with fresh_redis(request.getfixturevalue("redis_server")) as redis:
-        manager = RedisStreamManager(redis)
-        yield manager
-        await manager.aclose()
 
 
 async def test_events_are_in_the_log_the_moment_a_stage_emits_them(streams):
