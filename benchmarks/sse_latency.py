@@ -41,6 +41,10 @@ class StampedStreams:
     async def append(self, session_id: str, message_id: str, event: dict) -> str:
         return await self.inner.append(session_id, message_id, {**event, STAMP: time.time()})
 
+    def append_soon(self, session_id: str, message_id: str, event: dict) -> Any:
+        """What a stage's events go through (service/relay.py): stamped as they are emitted."""
+        return self.inner.append_soon(session_id, message_id, {**event, STAMP: time.time()})
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
