@@ -19,17 +19,14 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from ragline.checkpoints.redis_streams import RedisStreamManager
 from ragline.checkpoints.savers import (
     memory_saver,
     redis_pool,
     redis_saver,
     sqlite_saver,
 )
-from ragline.checkpoints.streams import (
-    MemoryStreamManager,
-    RedisStreamManager,
-    StreamManager,
-)
+from ragline.checkpoints.streams import MemoryStreamManager, StreamManager
 from ragline.graph.builder import Graph
 from ragline.graph.turn import Durability
 from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRegistry

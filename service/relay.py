@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from ragline.checkpoints.streams import Event
+from ragline.checkpoints.streams import Event, StreamManager
 from ragline.graph.context import ExclusiveSink, RunContext
 from ragline.graph.events import ResponseType, StreamResponse, as_json
 from ragline.graph.request import PipelineRequest
@@ -64,14 +64,8 @@ class Run:
         return event
 
 
-class ImmediateStreams(Protocol):
-    """A stream log a stage can append to without waiting: None when done, else a future of the entry id."""
-
-    def append_soon(self, session_id: str, message_id: str, event: Event) -> asyncio.Future[str] | None: ...
-
-
 class StageEvents(ExclusiveSink):
-    def __init__(self, streams: ImmediateStreams, run: Run) -> None:
+    def __init__(self, streams: StreamManager, run: Run) -> None:
         self.streams = streams
         self.run = run
         self._last: asyncio.Future[str] | None = None  # appends go out in order: when it is done, all are

@@ -129,7 +129,8 @@ def thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 @pytest.fixture(params=["memory", "redis"])
 async def streams(request):
     """Each stream log in turn: in process, then on a flushed database of the session's Redis."""
-    from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager
+    from ragline.checkpoints.redis_streams import RedisStreamManager
+    from ragline.checkpoints.streams import MemoryStreamManager
     from tests.redis_server import fresh_redis
 
     if request.param == "memory":

@@ -19,8 +19,8 @@ from ragline.settings import Settings
 async def serve_jobs(settings: Settings) -> None:
     from redis.asyncio import Redis
 
+    from ragline.checkpoints.redis_streams import RedisStreamManager
     from ragline.checkpoints.savers import redis_pool
-    from ragline.checkpoints.streams import RedisStreamManager
     from ragline.service.job_queue import run_worker
     from ragline.service.job_service import redis_jobs
     from ragline.services import Services

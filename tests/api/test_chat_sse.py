@@ -217,7 +217,7 @@ async def test_a_stage_event_redis_refused_ends_the_answer_in_an_error(redis_ser
     """The run asks whether its stages' events reached the log before it ends: one that did not is a failure, not a quiet gap."""
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    from ragline.checkpoints.streams import RedisStreamManager
+    from ragline.checkpoints.redis_streams import RedisStreamManager
 
     real = RedisStreamManager.append_soon
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ragline.checkpoints.streams import RedisStreamManager
+from ragline.checkpoints.redis_streams import RedisStreamManager
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.redis_vectors import RedisVectorStore

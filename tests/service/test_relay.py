@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from ragline.checkpoints.streams import MemoryStreamManager, RedisStreamManager, StreamManager
+from ragline.checkpoints.redis_streams import RedisStreamManager
+from ragline.checkpoints.streams import MemoryStreamManager, StreamManager
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import ProgressWindow
