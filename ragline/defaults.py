@@ -135,6 +135,10 @@ SSE_RETRY_MS = 1000  # EventSource reconnect delay announced at the start of eve
 STOP_POLL_S = 0.2  # the stop watcher's period (seed: 300 ms); with STOP_GRACE_S a stop lands within 500 ms
 STOP_GRACE_S = 0.3  # after a stop the graph gets this long to end cleanly before its task is cancelled
 RUN_MAX_S = 7200.0  # the seed's 2-hour safety timeout of a run and of its stop watcher
+# The collector's generation thresholds in a server (service/heap.py). CPython's (700, 10, 10) make a
+# full collection of every in-flight run's objects about once a second under load, each a 44-140 ms
+# pause of every stream; these make it rare (measured in heap.py's docstring).
+GC_THRESHOLDS = (50_000, 20, 10)
 AT_REST_SESSIONS_MAX = 10_000  # sessions a process remembers as left at rest by its own last turn (service/runs.py)
 RUN_LEASE_TTL_S = 5.0  # a dead replica's runs are taken over this long after its last heartbeat
 RUN_HEARTBEAT_S = 1.0  # lease renewal period (well under the TTL: two missed beats are tolerated)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from ragline import defaults
 from ragline.api.app import create_app
 from ragline.service.heap import HeapFreezer, freeze
 from tests.api.live import ThreadServer, collect, memory_settings, new_session
@@ -17,9 +18,11 @@ from tests.api.live import ThreadServer, collect, memory_settings, new_session
 
 @pytest.fixture(autouse=True)
 def unfrozen() -> Iterator[None]:
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     yield
     gc.unfreeze()  # the rest of the test session collects as usual
+    gc.set_threshold(*thresholds)
 
 
 class _Cycle:
@@ -34,6 +37,13 @@ def test_freezing_collects_garbage_cycles_first_so_none_is_kept_for_ever():
     freeze()
     assert gone() is None
     assert gc.get_freeze_count() > 0
+
+
+def test_startup_raises_the_young_generation_threshold_so_full_collections_stay_rare():
+    gc.set_threshold(700, 10, 10)  # CPython's own
+    HeapFreezer().startup()
+    assert gc.get_threshold() == defaults.GC_THRESHOLDS
+    assert defaults.GC_THRESHOLDS[0] >= 10_000  # a run's short-lived objects die before a collection sees them
 
 
 def test_startup_freezes_and_only_the_first_idle_moments_freeze_again():
