@@ -34,6 +34,7 @@ class Metrics:
                                  ("method", "route"), buckets=LATENCY_BUCKETS, registry=self.registry)
         self.open_streams = Gauge("ragline_open_streams", "Answer streams (SSE responses) open now", registry=self.registry)
         self.runs = Gauge("ragline_runs_active", "Turns this process is running", registry=self.registry)
+        self.runs_waiting = Gauge("ragline_runs_waiting_to_start", "Turns waiting for a start slot (a burst of new turns)", registry=self.registry)
         self.registry.register(ProviderRetries())
 
 
@@ -89,4 +90,5 @@ async def metrics(request: Request) -> Response:
     shared = getattr(request.app.state, "services", None)
     if shared is not None:
         collected.runs.set(shared.runs.local_runs())
+        collected.runs_waiting.set(shared.runs.start_slots.waiting)
     return Response(generate_latest(collected.registry), media_type=CONTENT_TYPE_LATEST)

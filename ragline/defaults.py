@@ -139,6 +139,8 @@ RUN_MAX_S = 7200.0  # the seed's 2-hour safety timeout of a run and of its stop 
 # full collection of every in-flight run's objects about once a second under load, each a 44-140 ms
 # pause of every stream; these make it rare (measured in heap.py's docstring).
 GC_THRESHOLDS = (50_000, 20, 10)
+RUN_START_SLOTS = 8  # turns that run their stages before the answer streams at once (service/start_slots.py)
+RUN_START_HOLD_S = 0.25  # ...each holding its slot at most this long: a turn waiting on a remote model frees it
 AT_REST_SESSIONS_MAX = 10_000  # sessions a process remembers as left at rest by its own last turn (service/runs.py)
 RUN_LEASE_TTL_S = 5.0  # a dead replica's runs are taken over this long after its last heartbeat
 RUN_HEARTBEAT_S = 1.0  # lease renewal period (well under the TTL: two missed beats are tolerated)

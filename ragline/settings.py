@@ -135,6 +135,8 @@ class Settings(BaseSettings, RetrievalFields):
     max_streams_per_key: int = Field(defaults.MAX_STREAMS_PER_KEY, ge=0, description="Answers one API key may stream at once (0: no limit); over it, 429.")
     generate_titles: bool = Field(True, description="Generate a session title from the first question (session_title event).")
     run_lease_ttl_s: float = Field(defaults.RUN_LEASE_TTL_S, gt=0, description="A run whose holder stops heartbeating is taken over after this long.")
+    run_start_slots: int = Field(defaults.RUN_START_SLOTS, ge=0, description="Turns a process starts at a time: a turn holds a slot until its answer streams (or run_start_hold_s), so a burst of new turns waits its turn instead of stalling answers in flight (0: no limit).")
+    run_start_hold_s: float = Field(defaults.RUN_START_HOLD_S, gt=0, description="Longest a starting turn holds its slot: one waiting on a slow remote model lets the next start.")
     stop_poll_s: float = Field(defaults.STOP_POLL_S, gt=0, description="Period of the stop watcher.")
     sse_heartbeat_s: float = Field(defaults.SSE_HEARTBEAT_S, gt=0, description="Comment frame interval on quiet SSE streams.")
 

@@ -24,6 +24,7 @@ from ragline.graph.turn import TurnDriver
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
+from ragline.service.start_slots import StartSlot
 
 TEXT_DELTAS = (ResponseType.ANSWER.value, ResponseType.THINKING.value)
 
@@ -42,6 +43,7 @@ class Run:
     finishing: bool = False
     ended: bool = False  # the graph reached its end: no failure, no stop, no timeout
     stage_events: StageEvents | None = None  # the sink the stages emit into, when the run has one
+    start_slot: StartSlot | None = None  # held from the start of the run until its answer streams
 
     @property
     def context(self) -> RunContext:
@@ -53,7 +55,9 @@ class Run:
 
     def admit(self, event: Event) -> Event | None:
         """The event as the client may see it, or None: what a resumed run repeats is dropped, and
-        no answer text goes out after a stop."""
+        no answer text goes out after a stop. The answer's first text frees the run's start slot."""
+        if self.start_slot is not None and event.get("response_type") in TEXT_DELTAS:
+            self.start_slot.free()
         if self.resume_filter is not None:
             filtered = self.resume_filter(event)
             if filtered is None:

@@ -47,6 +47,7 @@ from ragline.service.relay import Run, StageEvents
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import LastRequestState, Session, utcnow
+from ragline.service.start_slots import StartSlots
 from ragline.service.titles import title_new_session
 from ragline.services import Services
 
@@ -69,6 +70,7 @@ class RunManager:
         self._loops: list[asyncio.Task[None]] = []
         self._closing = False
         self.heap = HeapFreezer()
+        self.start_slots = StartSlots(self.settings.run_start_slots, self.settings.run_start_hold_s)
         # Sessions whose last turn ended here with the graph at its end, so their thread has nothing
         # pending; the next turn needs no settling read, which costs as much as the whole conversation.
         # Only without a durable registry: with one, other replicas write the same threads.
@@ -179,6 +181,7 @@ class RunManager:
         bind_log_ids(session_id=record.session_id, message_id=record.message_id)  # this task's records carry them
         heartbeat = asyncio.create_task(self._heartbeat(run)) if self.backend.registry.durable else None
         try:
+            run.start_slot = await self.start_slots.take()  # a burst of turns starts a few at a time
             graph_input: Any = {"request": run.request}
             if resume:
                 graph_input = await self._prepare_resume(run)
@@ -206,6 +209,8 @@ class RunManager:
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
+            if run.start_slot is not None:
+                run.start_slot.free()  # a run that ended, failed or stopped before its answer streamed
         run.finishing = True
         try:
             await self._finish(run)

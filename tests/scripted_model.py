@@ -38,6 +38,7 @@ class Reply:
     status: int = 200
     error: str = "scripted failure"
     chunk_delay: float = 0.0
+    first_delay: float = 0.0  # seconds before the first chunk of a streamed reply (a model slow to start)
     delay: float = 0.0  # seconds before a non-streamed reply (a slow model)
     raw: str | None = None  # a 200 whose body is this text instead of JSON (a malformed reply)
     cut_after: int | None = None  # the stream stops after this many chunks, without a finish or [DONE]
@@ -139,6 +140,8 @@ class ScriptedModel:
 
     async def _stream(self, reply: Reply):
         deltas = [{"reasoning_content": r} for r in reply.reasoning] + [{"content": c} for c in reply.chunks]
+        if reply.first_delay:
+            await asyncio.sleep(reply.first_delay)
         for sent, delta in enumerate(deltas):
             if reply.cut_after is not None and sent >= reply.cut_after:
                 raise ConnectionResetError("scripted: the stream is cut")  # the server drops the connection

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -16,6 +17,7 @@ from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver
 from ragline.service.registry import RunRecord
 from ragline.service.relay import Run, StageEvents
+from ragline.service.start_slots import StartSlots
 
 TURN = TurnIds("s", "r", "u", "a")
 
@@ -70,3 +72,15 @@ async def test_the_driver_learns_of_failures_and_open_cards_from_relayed_events(
     closing = run.driver.closing()
     assert run.driver.failed
     assert [e.response_type for e in closing] == ["tool_result", "complete"]  # the open card is closed as failed
+
+
+async def test_the_answers_first_text_frees_the_runs_start_slot_and_nothing_before_it_does():
+    relay, _, run = _relay()
+    slots = StartSlots(1, hold_s=30)
+    run.start_slot = await slots.take()
+    relay(events.agent_query(TURN, "q"))
+    relay(events.references(TURN, []))
+    assert run.start_slot.held
+    relay(events.thinking(TURN, "Hm"))
+    assert not run.start_slot.held
+    await asyncio.wait_for(slots.take(), 1)
