@@ -18,10 +18,12 @@ from langchain_core.messages import AIMessage
 from ragline import defaults
 from ragline.citations import Registry, references_payload
 from ragline.citations.attribution import Attributor, TextEmbedder
+from ragline.citations.plain import plain_text
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
 from ragline.generation.messages import answer_messages
 from ragline.graph import events
 from ragline.graph.context import RunContext
+from ragline.graph.message_stream import AnswerChunks
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import (
     ChatResponse,
@@ -70,26 +72,30 @@ def is_truncation(finish_reason: str | None) -> bool:
     return (finish_reason or "").lower() in defaults.TRUNCATION_FINISH_REASONS
 
 
-def assistant_message(turn: TurnIds, response: ChatResponse, references: list[Any] | None = None) -> AIMessage:
-    return AIMessage(
-        content=response.content,
-        id=turn.assistant_message_id,
-        additional_kwargs={
-            "request_id": turn.request_id,
-            "references": [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in references or []],
-            "truncated": response.truncated,
-            "stopped": response.stopped,
-        },
-    )
+def assistant_message(turn: TurnIds, response: ChatResponse, references: list[Any] | None = None, *, plain: bool = False) -> AIMessage:
+    """The answer as the conversation keeps it. `plain` (a turn asked in messages form, by a parent
+    graph or Studio's chat): the text without citation tags, the citations as data beside it."""
+    kwargs: dict[str, Any] = {
+        "request_id": turn.request_id,
+        "references": [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in references or []],
+        "truncated": response.truncated,
+        "stopped": response.stopped,
+    }
+    content = response.content
+    if plain:
+        content, citations = plain_text(content)
+        kwargs["citations"] = [c.as_dict() for c in citations]
+    return AIMessage(content=content, id=turn.assistant_message_id, additional_kwargs=kwargs)
 
 
 def _finish(client: ChatClient, content: str, thinking: str, end: StreamEnd, turn: TurnIds, context: RunContext,
-            *, stopped: bool, fallback: bool) -> ChatResponse:
+            chunks: AnswerChunks, *, stopped: bool, fallback: bool) -> ChatResponse:
     """The terminal events of a stream (one done answer, whatever the provider did) and the response."""
     truncated = is_truncation(end.finish_reason)
     if truncated and not content.strip():
         content = TRUNCATED_EMPTY_HINT
         events.emit(context, events.answer(turn, content))
+        chunks.answer(content)
     if thinking:
         events.emit(context, events.thinking(turn, "", done=True))
     events.emit(context, events.answer(turn, "", done=True, truncated=truncated))
@@ -109,9 +115,12 @@ async def complete_answer(client: ChatClient, messages: list[Message], options: 
     truncated = is_truncation(result.finish_reason)
     if truncated and not content.strip():
         content = TRUNCATED_EMPTY_HINT
+    chunks = AnswerChunks(turn)
     if thinking:
         events.emit(context, events.thinking(turn, thinking, done=True))
+        chunks.thinking(thinking)
     events.emit(context, events.answer(turn, content, done=True, truncated=truncated))
+    chunks.answer(content)
     return ChatResponse(content=content, thinking=thinking, finish_reason=result.finish_reason, truncated=truncated,
                         model=client.model, usage=result.usage)
 
@@ -131,12 +140,18 @@ async def stream_answer(
     parts: dict[str, list[str]] = {"answer": [], "thinking": []}
     decoders = {kind: registry.stream_decoder() if registry else None for kind in parts}
     attribution = attributor.stream() if attributor is not None else None
+    chunks = AnswerChunks(turn)
 
     def send(kind: str, text: str) -> None:
         if not text:
             return
         parts[kind].append(text)
-        events.emit(context, events.thinking(turn, text) if kind == "thinking" else events.answer(turn, text))
+        if kind == "thinking":
+            events.emit(context, events.thinking(turn, text))
+            chunks.thinking(text)
+        else:
+            events.emit(context, events.answer(turn, text))
+            chunks.answer(text)
 
     end = StreamEnd(None)
     stopped = ended = False
@@ -161,7 +176,7 @@ async def stream_answer(
                 # the last sentence is attributed at a real end; an error or a cancel does not wait for it
                 tail = await attribution.finish(tail) if ended else attribution.abandon(tail)
             send(kind, tail)
-    return _finish(client, "".join(parts["answer"]), "".join(parts["thinking"]), end, turn, context,
+    return _finish(client, "".join(parts["answer"]), "".join(parts["thinking"]), end, turn, context, chunks,
                    stopped=stopped, fallback=fallback)
 
 
@@ -200,4 +215,4 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
                                              attributor=attributor)
     except ChatModelError as exc:
         return model_error_update(turn, context, exc)
-    return {"chat_response": response, "messages": [assistant_message(turn, response, results)]}
+    return {"chat_response": response, "messages": [assistant_message(turn, response, results, plain=bool(state.get("plain_reply")))]}

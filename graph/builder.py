@@ -27,14 +27,16 @@ from langgraph.runtime import Runtime, get_runtime
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.plan import FALLBACK, Condition, Pipeline, PipelineBuildError, Placed, Plan, Step
 from ragline.graph.progress import close_name, close_window, open_name, open_window
-from ragline.graph.request import PipelineRequest
+from ragline.graph.request import AgentConfig, PipelineRequest
 from ragline.graph.stages import STAGE_NODES, Parallel, Stage, StageSpec
 from ragline.graph.state import (
+    ChatInput,
+    ChatOutput,
     PipelineInput,
     PipelineOutput,
     PipelineState,
 )
-from ragline.nodes.begin_turn import begin_turn
+from ragline.nodes.begin_turn import begin_chat_turn, begin_turn
 from ragline.nodes.fallback import fallback
 
 Graph = CompiledStateGraph[PipelineState, RunContext, PipelineInput, PipelineOutput]  # a compiled pipeline
@@ -167,13 +169,19 @@ def _router(name: str, targets: list[str], decide: Callable[[PipelineState, RunC
     return route
 
 
-def _with_services(node: Callable[..., Any], services: Any) -> Callable[..., Any]:
-    """The node, given `services` when the host's run context carries none (Studio, a parent graph)."""
+def _with_defaults(node: Callable[..., Any], services: Any, agent: AgentConfig | None) -> Callable[..., Any]:
+    """The node, given `services` and the `agent` configuration when the host's run context
+    carries none (Studio, a parent graph)."""
 
     async def run(state: PipelineState, runtime: Runtime[RunContext]) -> Any:
         context = context_of(runtime)
-        if context.services is None:
-            runtime = runtime.override(context=replace(context, services=services))
+        missing: dict[str, Any] = {}
+        if context.services is None and services is not None:
+            missing["services"] = services
+        if context.agent is None and agent is not None:
+            missing["agent"] = agent
+        if missing:
+            runtime = runtime.override(context=replace(context, **missing))
         return await node(state, runtime)
 
     run.__name__ = getattr(node, "__name__", "node")
@@ -190,20 +198,27 @@ def compile_pipeline(
     stages: dict[Stage, StageSpec] | None = None,
     checkpointer: Any = None,
     services: Any = None,
+    agent: AgentConfig | None = None,
+    messages_form: bool = False,
     name: str | None = None,
 ) -> Graph:
     """A StateGraph for `pipeline`, wiring only the stages that have nodes.
 
-    `services` (ragline.services.Services) is used by runs whose context brings none: hosts that
-    cannot pass objects in the run context, such as `langgraph dev` or a parent graph.
+    `services` (ragline.services.Services) and `agent` (the defaults of every request setting) are
+    used by runs whose context brings none: hosts that cannot pass objects in the run context,
+    such as `langgraph dev` or a parent graph. `messages_form`: messages in and out (ChatInput,
+    ChatOutput) instead of the request form.
     """
     plan = Plan.of(pipeline, STAGE_NODES if stages is None else stages)
-    graph = StateGraph(PipelineState, context_schema=RunContext, input_schema=PipelineInput, output_schema=PipelineOutput)
+    schemas: dict[str, Any] = {"input_schema": ChatInput, "output_schema": ChatOutput} if messages_form else {
+        "input_schema": PipelineInput, "output_schema": PipelineOutput}
+    graph = StateGraph(PipelineState, context_schema=RunContext, **schemas)
+    bind = services is not None or agent is not None
 
     def add_node(node_name: str, fn: Callable[..., Any]) -> None:
         if node_name in graph.nodes:
             raise PipelineBuildError(f"two stages use the node name {node_name!r}")
-        graph.add_node(node_name, _with_services(fn, services) if services is not None else fn)
+        graph.add_node(node_name, _with_defaults(fn, services, agent) if bind else fn)
 
     def add_router(source: str, targets: list[str], decide: Callable[[PipelineState, RunContext], str]) -> None:
         if len(targets) == 1:
@@ -212,7 +227,7 @@ def compile_pipeline(
             graph.add_conditional_edges(source, _router(f"after_{source}", targets, decide), targets)
 
     # nodes in pipeline order, so Studio and the README list them as the seed does
-    add_node(BEGIN, begin_turn)
+    add_node(BEGIN, begin_chat_turn if messages_form else begin_turn)
     for index, placed in enumerate(plan.placed):
         window = placed.window
         if window is not None and plan.windows[window][0] == index:

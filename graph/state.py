@@ -167,6 +167,7 @@ class PipelineState(TypedDict, total=False):
     rendered_contexts: str
     system_prompt_override: str | None
     memory_prompt: str  # long-term memories recalled for this turn
+    plain_reply: bool  # asked in messages form: the answer message carries no citation tags
     chat_response: ChatResponse | None
     error: PipelineError | None
 
@@ -186,6 +187,7 @@ PER_TURN_RESET: dict[str, Any] = {
     "rendered_contexts": "",
     "system_prompt_override": None,
     "memory_prompt": "",
+    "plain_reply": False,
     "chat_response": None,
     "error": None,
 }
@@ -194,7 +196,8 @@ PER_TURN_ACCUMULATING = ("search_results",)
 
 
 class PipelineInput(TypedDict):
-    """What a caller sends per turn: the request (the thread keeps the conversation)."""
+    """What a caller sends per turn: the request (the thread keeps the conversation). The
+    messages form is the `ragline_chat` graph's (ChatInput)."""
 
     request: PipelineRequest
 
@@ -208,6 +211,19 @@ class PipelineOutput(TypedDict, total=False):
     merge_results: list[Any]
     chat_response: ChatResponse | None
     error: PipelineError | None
+
+
+class ChatInput(TypedDict):
+    """The messages-in graph (`ragline_chat`): the conversation, its last message the question."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class ChatOutput(TypedDict):
+    """The messages-out graph: the conversation with the answer appended, its text without
+    citation tags (they are in the message's `additional_kwargs["citations"]` and `references`)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 def checkpoint_types() -> list[type]:

@@ -13,6 +13,7 @@ from ragline.services import Services
 services = Services.from_settings()
 
 ragline = build_graph("ragline", services=services)
+ragline_chat = build_graph("ragline_chat", services=services)
 chat = build_graph("chat", services=services)
 chat_stream = build_graph("chat_stream", services=services)
 chat_history_stream = build_graph("chat_history_stream", services=services)

@@ -7,9 +7,11 @@ previous turn, and records the user's message in the conversation at once (IsCom
 
 from __future__ import annotations
 
+import asyncio
+import re
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import ValidationError
@@ -27,6 +29,7 @@ from ragline.graph.state import (
     TurnIds,
 )
 from ragline.graph.turn import turn_ids
+from ragline.retrieval.errors import RetrievalError
 
 
 def _invalid(turn: TurnIds, context: RunContext, exc: ValidationError) -> dict[str, Any]:
@@ -50,6 +53,40 @@ def _first_refusal(request: PipelineRequest) -> Refusal | None:
     return next((refusal for text in texts if (refusal := validate_input(text)) is not None), None)
 
 
+_KB_ID = re.compile(r"[0-9a-f]{32}")
+
+
+async def _with_kb_ids(request: PipelineRequest, context: RunContext) -> PipelineRequest:
+    """Knowledge bases named by name, as the CLI takes them (Studio, a parent graph), as ids. The
+    service passes ids it has authorized: those need no lookup. A name the tenant has no base of
+    is left as given, and the search reports it as any unknown base."""
+    names = [kb for kb in request.knowledge_base_ids if not _KB_ID.fullmatch(kb)]
+    if not names or context.services is None:
+        return request
+    knowledge_bases = context.services.retrieval.knowledge_bases
+
+    def resolve() -> dict[str, str]:
+        found: dict[str, str] = {}
+        for name in names:
+            try:
+                found[name] = knowledge_bases.get_by_name(name, context.tenant_id).id
+            except RetrievalError:  # not a name: perhaps an id of another shape
+                pass
+        return found
+
+    ids = await asyncio.to_thread(resolve)  # the catalog is a synchronous store
+    if not ids:
+        return request
+    return request.model_copy(update={"knowledge_base_ids": tuple(dict.fromkeys(ids.get(kb, kb) for kb in request.knowledge_base_ids))})
+
+
+def _missing_request(turn: TurnIds, context: RunContext) -> dict[str, Any]:
+    message = ('invalid input: this graph takes {"request": {"query": "...", ...}}; '
+               'for {"messages": [...]} use the ragline_chat graph')
+    events.emit(context, events.error(turn, message, code=ErrorKind.INVALID_INPUT.value))
+    return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INVALID_INPUT, message)}
+
+
 async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Fix the turn's ids, settle the request, clear last turn's results, append the user message.
 
@@ -60,13 +97,12 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
     """
     context = context_of(runtime)
     turn = turn_ids(context)  # the host's ids; minted only when a host gave none (Studio)
-    try:
-        request = effective_request(state["request"], context.agent)
-    except ValidationError as exc:
-        return _invalid(turn, context, exc)
-    refusal = _first_refusal(request)
-    if refusal is not None:
-        return _refused(turn, context, refusal)
+    if "request" not in state:
+        return _missing_request(turn, context)
+    started = await _settled(state["request"], turn, context)
+    if "error" in started:
+        return started
+    request = started["request"]
     user_message = HumanMessage(
         content=request.query,
         id=turn.user_message_id,
@@ -74,6 +110,45 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
         additional_kwargs={"request_id": turn.request_id, "images": [{"url": i.url, "caption": i.caption or ""} for i in request.images]},
     )
     return {"request": request, "turn": turn, **turn_resets(state), "messages": [user_message]}
+
+
+async def begin_chat_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """begin_turn of the messages graph (`ragline_chat`): the question is the conversation's last
+    message, every setting comes from the agent configuration, and the answer is written without
+    citation tags. The question keeps its id (a parent's list is merged by id) and is marked with
+    the turn's request id, which pairs it with its answer in later rounds."""
+    context = context_of(runtime)
+    turn = turn_ids(context)
+    question = _open_question(state.get("messages", []))
+    if question is None:
+        message = 'invalid input: {"messages": [...]} must end with the user\'s question (a human message)'
+        events.emit(context, events.error(turn, message, code=ErrorKind.INVALID_INPUT.value))
+        return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INVALID_INPUT, message)}
+    started = await _settled({"query": question.text}, turn, context)
+    if "error" in started:
+        return started
+    marked = question.model_copy(update={"additional_kwargs": {**question.additional_kwargs, "request_id": turn.request_id}})
+    return {"request": started["request"], "turn": turn, **turn_resets(state), "plain_reply": True, "messages": [marked]}
+
+
+def _open_question(messages: list[AnyMessage]) -> HumanMessage | None:
+    """The last message when it is a human message no turn has answered yet."""
+    last = messages[-1] if messages else None
+    if isinstance(last, HumanMessage) and not last.additional_kwargs.get("request_id") and last.text.strip():
+        return last
+    return None
+
+
+async def _settled(request: PipelineRequest | dict[str, Any], turn: TurnIds, context: RunContext) -> dict[str, Any]:
+    """{"request": the turn's request}, or the update that ends the turn with its error."""
+    try:
+        settled = await _with_kb_ids(effective_request(request, context.agent), context)
+    except ValidationError as exc:
+        return _invalid(turn, context, exc)
+    refusal = _first_refusal(settled)
+    if refusal is not None:
+        return _refused(turn, context, refusal)
+    return {"request": settled}
 
 
 def turn_resets(state: PipelineState) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from ragline.generation.answer import (
 from ragline.generation.messages import placeholder_values
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
+from ragline.graph.message_stream import AnswerChunks
 from ragline.graph.request import FallbackStrategy, PipelineRequest
 from ragline.graph.state import ChatResponse, PipelineState
 from ragline.models.chat import ChatModelError
@@ -41,6 +42,7 @@ async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[s
     if request.fallback_strategy == FallbackStrategy.FIXED:
         text = fixed_response(request)
         events.emit(context, events.answer(turn, text, done=True))
+        AnswerChunks(turn).answer(text)
         response = ChatResponse(content=text, finish_reason="stop", fallback=True)
     else:
         prompt = prompts.render(request.fallback_prompt or _template(request).text("prompt"), **placeholder_values(state))
@@ -51,4 +53,4 @@ async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[s
             )
         except ChatModelError as exc:
             return model_error_update(turn, context, exc)
-    return {"chat_response": response, "error": None, "messages": [assistant_message(turn, response)]}
+    return {"chat_response": response, "error": None, "messages": [assistant_message(turn, response, plain=bool(state.get("plain_reply")))]}

@@ -42,8 +42,11 @@ def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_reques
     recent = list(messages)[-(max_rounds * 2 + defaults.HISTORY_FETCH_SLACK) :]
     questions: dict[str, str] = {}
     rounds: list[HistoryTurn] = []
-    for message in recent:
+    unmarked_question = ""  # a conversation written elsewhere (Studio's chat, a parent graph) has no request ids
+    for index, message in enumerate(recent):
         request_id = str(message.additional_kwargs.get("request_id") or "")
+        if not request_id:
+            request_id, unmarked_question = _unmarked_round(message, index, unmarked_question)
         if not request_id or request_id == current_request_id:
             continue
         if isinstance(message, HumanMessage):
@@ -58,6 +61,17 @@ def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_reques
                 )
             )
     return rounds[-max_rounds:]
+
+
+def _unmarked_round(message: AnyMessage, index: int, open_question: str) -> tuple[str, str]:
+    """A round key for a message without a request id: a human message opens one, the next
+    answer with text closes it (an agent's tool-call message is no answer)."""
+    if isinstance(message, HumanMessage):
+        key = f"unmarked:{index}"
+        return key, key
+    if isinstance(message, AIMessage) and open_question and _text(message).strip():
+        return open_question, ""
+    return "", open_question
 
 
 async def load_history(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:

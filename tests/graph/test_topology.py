@@ -51,7 +51,7 @@ def adjacency(name: str) -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.parametrize("name, expected", [("rag_stream", RAG_STREAM), ("ragline", RAGLINE)])
+@pytest.mark.parametrize("name, expected", [("rag_stream", RAG_STREAM), ("ragline", RAGLINE), ("ragline_chat", RAGLINE)])
 def test_every_router_lists_exactly_the_targets_the_stage_list_allows(name, expected):
     assert adjacency(name) == expected
 
@@ -63,7 +63,7 @@ def test_every_graph_stays_within_the_edge_budget(name):
 
 @pytest.mark.parametrize("name", GRAPH_NAMES)
 def test_edges_only_move_forward_through_the_builders_stage_list(name):
-    pipeline = dynamic_pipeline() if name == "ragline" else PRESETS[name]()
+    pipeline = dynamic_pipeline() if name in ("ragline", "ragline_chat") else PRESETS[name]()
     stages = list(stage_nodes(pipeline))
     order = {node: i for i, node in enumerate(["begin_turn", *stages])}
     for source, targets in adjacency(name).items():
