@@ -11,6 +11,7 @@ is flagged on it, and a provider error becomes an error event.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -169,6 +170,13 @@ async def stream_answer(
                 text = await attribution.feed(text)
             send(item.kind, text)
         ended = True
+    except asyncio.CancelledError:
+        if context.cancel_event is not None:
+            raise  # a host that stops runs itself (the service, the CLI) saves what was shown, or hands the run over
+        # A run cancelled by a host that cannot save it (langgraph dev's cancel, a parent's timeout): the
+        # answer so far is the turn's answer, marked stopped, as a stop in the service would leave it.
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        stopped = True
     finally:  # end, error or cancel: text held back by a decoder or the attribution is never lost
         for kind, decoder in decoders.items():
             tail = decoder.flush() if decoder is not None else ""

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic.json_schema import SkipJsonSchema
+
 from ragline.graph.request import AgentConfig
 
 EventSink = Callable[[Any], None]
@@ -36,10 +38,11 @@ class RunContext:
     tenant_id: str = field(default="default", metadata={"description": "Tenant whose knowledge bases may be searched."})
     user_id: str = field(default="default", metadata={"description": "User asking (with the tenant: whose long-term memories are recalled)."})
     agent: AgentConfig | None = field(default=None, metadata={"description": "Defaults for every request setting (the seed's agent configuration); a request's explicit values win."})
-    # Host-provided handles (not JSON): typed Any so Studio's schema stays plain.
-    event_sink: Any = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
-    cancel_event: Any = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
-    services: Any = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
+    # Host-provided handles (not JSON): left out of the JSON schema, so Studio's context form shows
+    # only what a person can set.
+    event_sink: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
+    cancel_event: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
+    services: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
 
     def is_cancelled(self) -> bool:
         event = self.cancel_event

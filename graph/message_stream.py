@@ -33,7 +33,7 @@ def _messages_stream_attached() -> bool:
         callbacks = get_config().get("callbacks")
     except RuntimeError:  # outside a run
         return False
-    handlers = getattr(callbacks, "handlers", callbacks) or []
+    handlers: list[Any] = list(getattr(callbacks, "handlers", None) or (callbacks if isinstance(callbacks, list) else []))
     return any(isinstance(handler, StreamMessagesHandler) for handler in handlers)
 
 

@@ -31,11 +31,22 @@ log = logging.getLogger(__name__)
 Durability = Literal["sync", "async", "exit"]
 
 
+def _thread_id() -> str:
+    """The running graph's thread id (Studio, a parent graph), or '' outside a run or without one."""
+    try:
+        from langgraph.config import get_config
+
+        return str((get_config().get("configurable") or {}).get("thread_id") or "")
+    except RuntimeError:
+        return ""
+
+
 def with_turn_ids(context: RunContext) -> RunContext:
-    """The context with every id the caller left empty minted (the one place ids are made)."""
+    """The context with every id the caller left empty minted (the one place ids are made). A
+    session is a thread: without a session id, the turn belongs to the run's thread."""
     return replace(
         context,
-        session_id=context.session_id or str(uuid.uuid4()),
+        session_id=context.session_id or _thread_id() or str(uuid.uuid4()),
         request_id=context.request_id or str(uuid.uuid4()),
         user_message_id=context.user_message_id or str(uuid.uuid4()),
         assistant_message_id=context.assistant_message_id or str(uuid.uuid4()),

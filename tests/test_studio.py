@@ -67,3 +67,34 @@ def test_a_run_answers_through_the_dev_server(dev_server, scripted_server):
     result = httpx.post(f"{dev_server}/runs/wait", json=body, timeout=60).json()
     assert result["chat_response"]["content"] == "Hello from Studio."
     assert scripted_server.requests[-1]["max_tokens"] == 7
+
+
+def test_studio_chat_graph_answers_messages_with_tokens_on_messages_tuple(dev_server, scripted_server):
+    """ragline_chat in langgraph dev, through the official SDK: a messages input, the answer's
+    tokens on messages-tuple, the session id following the thread."""
+    import asyncio
+
+    from langgraph_sdk import get_client
+
+    from tests.scripted_model import Reply
+
+    scripted_server.rules.clear()
+    scripted_server.on(lambda b: True, Reply(chunks=["Hello", " from", " the chat graph."]))
+
+    async def run() -> tuple[list[str], dict]:
+        client = get_client(url=dev_server)
+        thread = await client.threads.create()
+        tokens: list[str] = []
+        async for part in client.runs.stream(thread["thread_id"], "ragline_chat", input={"messages": [{"role": "user", "content": "hi"}]},
+                                             stream_mode="messages-tuple"):
+            if part.event == "messages":
+                message, metadata = part.data
+                if metadata.get("langgraph_node") == "chat_completion_stream" and message.get("content"):
+                    tokens.append(message["content"])
+        state = await client.threads.get_state(thread["thread_id"])
+        return tokens, {"thread_id": thread["thread_id"], **state["values"]}
+
+    tokens, values = asyncio.run(run())
+    assert tokens == ["Hello", " from", " the chat graph."]
+    assert values["messages"][-1]["content"] == "Hello from the chat graph."
+    assert values["turn"]["session_id"] == values["thread_id"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -27,7 +28,8 @@ async def graph(request):
 
 
 async def turn(graph, session: str, n: int) -> None:
-    context = RunContext(session_id=session, request_id=f"r{n}", user_message_id=f"u{n}", assistant_message_id=f"a{n}", services=Services())
+    context = RunContext(session_id=session, request_id=f"r{n}", user_message_id=f"u{n}", assistant_message_id=f"a{n}", services=Services(),
+                         cancel_event=threading.Event())  # as the service's runs have: the service saves a hard-cancelled answer itself
     request = PipelineRequest(query=f"question {n}", rewrite_enabled=False)
     async for _ in graph.astream({"request": request}, threads.thread_config(session), context=context, stream_mode="custom", durability="sync"):
         pass
