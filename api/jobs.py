@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ragline import defaults
 from ragline.api import inputs, sse
 from ragline.api.openapi import doc
 from ragline.api.services import AppServices, services
@@ -50,7 +49,6 @@ async def cancel_job(request: Request) -> Response:
 async def follow_job(svc: AppServices, record: JobRecord, after: str | None) -> AsyncIterator[str]:
     """Frames of the job's log from `after` on, until a final state (or the job timeout passes)."""
     streams = svc.jobs.streams
-    yield f"retry: {defaults.SSE_RETRY_MS}\n\n"
     if record.final and not await streams.read(JOB_LOG, record.id):  # the log expired before the job's record did
         yield sse.frame(record.id, StreamEntry("0", job_event(record)))
         return
@@ -68,9 +66,9 @@ async def follow_job(svc: AppServices, record: JobRecord, after: str | None) -> 
 
 
 @doc("The job's progress as server-sent events (each event carries the whole job), ending with its final state", TAG,
-     sse=True, errors=(401, 404))
+     sse=True, events=JobRecord, errors=(401, 404))
 async def job_events(request: Request) -> Response:
     svc, _, record = await _job(request, allow_query=True)  # a browser's EventSource cannot send the key as a header
     resume = sse.last_event_id(request, svc.jobs.streams)
     after = resume[1] if resume is not None and resume[0] == record.id else None
-    return sse.sse_response(follow_job(svc, record, after))
+    return sse.sse_response(sse.with_retry(follow_job(svc, record, after)))  # retry: rides on the first event

@@ -13,6 +13,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from starlette.routing import BaseRoute, Route
 
+from ragline.api.stream_schema import event_schema, response_type_schema
+from ragline.graph.events import StreamResponse
+
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
 
@@ -25,9 +28,11 @@ class ApiDoc:
     response: type[BaseModel] | None = None
     status: int = 200
     sse: bool = False
+    events: type[BaseModel] | None = None  # the data of each event of an event stream (default: StreamResponse)
     multipart: tuple[str, ...] = ()  # form fields of a multipart upload
     public: bool = False  # no API key needed
     errors: tuple[int, ...] = field(default=(400, 401, 404, 422))
+    error: type[BaseModel] | None = None  # the error body, when not the service's {"error": {code, message}}
 
 
 def doc(summary: str, tag: str, **kwargs: Any) -> Callable[[Endpoint], Endpoint]:
@@ -78,14 +83,16 @@ def _operation(route: Route, method: str, api: ApiDoc, components: dict[str, Any
         fields = {name: ({"type": "string", "format": "binary"} if name == "file" else {"type": "string"}) for name in api.multipart}
         operation["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {"type": "object", "properties": fields}}}}
     if api.sse:
-        content: dict[str, Any] = {"text/event-stream": {"schema": {"type": "string", "description": "SSE frames: id, event: message, data: a StreamResponse JSON"}}}
+        events = api.events or StreamResponse
+        content: dict[str, Any] = {"text/event-stream": {"schema": event_schema(_schema(events, components)["$ref"], what=events.__name__)}}
     elif api.response is not None:
         content = {"application/json": {"schema": _schema(api.response, components)}}
     else:
         content = {}
     responses: dict[str, Any] = {str(api.status): {"description": "OK", **({"content": content} if content else {})}}
+    error = _schema(api.error, components) if api.error is not None else {"$ref": "#/components/schemas/Error"}
     for status in api.errors:
-        responses[str(status)] = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        responses[str(status)] = {"description": "error", "content": {"application/json": {"schema": error}}}
     operation["responses"] = responses
     if not api.public:
         operation["security"] = [{"ApiKey": []}, {"Bearer": []}]
@@ -100,7 +107,10 @@ def openapi_document(routes: Sequence[BaseRoute], *, title: str, version: str) -
         if not isinstance(route, Route) or api is None:
             continue
         for method in sorted((route.methods or set()) - {"HEAD"}):
-            paths.setdefault(route.path, {})[method.lower()] = _operation(route, method.lower(), api, components)
+            # path_format: a converter ("{model:path}") is no part of an OpenAPI path template
+            paths.setdefault(route.path_format, {})[method.lower()] = _operation(route, method.lower(), api, components)
+    if "ResponseType" in components:  # every response_type with its description (api/stream_schema.py)
+        components["ResponseType"] = response_type_schema()
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},

@@ -4,6 +4,8 @@ Every frame is `id: <message id>:<entry id>`, `event: message`, `data: <StreamRe
 a reconnecting client's Last-Event-ID names both the answer and the exact event it saw last.
 Quiet streams get a `: ping` comment every heartbeat. A stream ends after `complete`; when the
 turn opened a new session, it first waits up to TITLE_WAIT_AFTER_COMPLETE_S for `session_title`.
+The reconnect delay (`retry:`) is the first line of the first event's frame, never a frame of its
+own: a frame without data is an event with empty data to clients such as httpx-sse.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ragline.graph.events import ResponseType
 from ragline.service.replay import coalesce
 
 HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+RETRY = f"retry: {defaults.SSE_RETRY_MS}\n"  # no blank line after it: it opens the first event's frame
 
 
 def event_id(message_id: str, entry_id: str) -> str:
@@ -74,7 +77,18 @@ class _Progress:
         return max(0.01, defaults.TITLE_WAIT_AFTER_COMPLETE_S - (time.monotonic() - self.complete_at))
 
 
-async def follow(
+async def with_retry(writes: AsyncIterator[str]) -> AsyncIterator[str]:
+    """`writes`, the reconnect delay written just before the first event's frame. Comments before
+    it pass alone: `retry:` in a comment's block would make that block an event without data."""
+    pending = True
+    async for write in writes:
+        if pending and not write.startswith(":"):
+            yield RETRY
+            pending = False
+        yield write
+
+
+def follow(
     streams: StreamManager,
     session_id: str,
     message_id: str,
@@ -84,8 +98,12 @@ async def follow(
     heartbeat_s: float = defaults.SSE_HEARTBEAT_S,
 ) -> AsyncIterator[str]:
     """Frames of one answer from `after` on, until complete (and the title, for a new session)."""
+    return with_retry(_frames(streams, session_id, message_id, after, coalesce_replay, heartbeat_s))
+
+
+async def _frames(streams: StreamManager, session_id: str, message_id: str, after: str | None, coalesce_replay: bool,
+                  heartbeat_s: float) -> AsyncIterator[str]:
     progress = _Progress()
-    yield f"retry: {defaults.SSE_RETRY_MS}\n\n"
     if after is not None:  # a resumed reader learns what it saw before from the log itself
         for entry in await streams.read(session_id, message_id):
             progress.see(entry)

@@ -1,0 +1,79 @@
+"""What the OpenAPI document says about a `text/event-stream` response: one server-sent event.
+
+An event-stream route's 200 answers frames `id: <message id>:<entry id>`, `event: message`,
+`data: <one JSON event>`; the first frame also carries `retry: <ms>`, the reconnect delay, and a
+quiet stream gets `: ping` comments, which are no events. OpenAPI 3.1 has no keyword for the
+items of a stream (3.2's `itemSchema`), and schemathesis reads the `schema` of an event-stream
+response as the schema of each event: so `schema` describes one event, its `data` a JSON string
+(`contentMediaType`) of the route's event model (`contentSchema`), e.g. StreamResponse with every
+response_type described below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragline.graph.events import ResponseType
+
+_NOT_SENT = "Ragline's pipelines do not send it today."
+
+RESPONSE_TYPES: dict[ResponseType, str] = {
+    ResponseType.AGENT_QUERY: "The first event of a turn: the question was accepted. content is the question; session_id, "
+                              "assistant_message_id and data.request_id name the turn; data.title_pending tells that a "
+                              "session_title event will follow complete.",
+    ResponseType.THINKING: "A delta of the model's reasoning, shown apart from the answer; done=true closes it.",
+    ResponseType.ANSWER: "A delta of the answer text, appended to what came before (data.replace: it replaces it); done=true on "
+                         "the last one; data.truncated when the output limit cut the answer.",
+    ResponseType.REFERENCES: "The knowledge references the answer may cite (knowledge_references), sent before the answer.",
+    ResponseType.TOOL_CALL: "A tool or progress window opened: data.tool_name (query_understand, knowledge_search, ...), "
+                            "data.tool_call_id, data.arguments.",
+    ResponseType.TOOL_RESULT: "The tool or progress window data.tool_call_id closed: data.success, with data.output or data.error.",
+    ResponseType.COMMAND_OUTPUT: f"Output of a command an agent tool runs (the seed's protocol). {_NOT_SENT}",
+    ResponseType.INSTALL_OUTPUT: f"Output of a package install an agent tool runs (the seed's protocol). {_NOT_SENT}",
+    ResponseType.REFLECTION: f"A delta of an agent's reflection on its progress (the seed's protocol). {_NOT_SENT}",
+    ResponseType.SESSION_TITLE: "The generated title of a new session (content); done=true. It may come shortly after complete.",
+    ResponseType.ERROR: "The turn failed: content is the message, data.code its kind; done=true when it ends the turn.",
+    ResponseType.COMPLETE: "The end of the turn (done=true); data.stopped when the user stopped it.",
+    ResponseType.TOOL_APPROVAL_REQUIRED: f"A tool call waits for the user's approval (the seed's protocol). {_NOT_SENT}",
+    ResponseType.TOOL_APPROVAL_RESOLVED: f"The user approved or refused a tool call (the seed's protocol). {_NOT_SENT}",
+    ResponseType.MCP_OAUTH_REQUIRED: f"An MCP server asks the user to sign in (the seed's protocol). {_NOT_SENT}",
+    ResponseType.MCP_OAUTH_RESOLVED: f"The MCP sign-in finished (the seed's protocol). {_NOT_SENT}",
+    ResponseType.MEMORY_RECALLED: "The caller's long-term memories recalled for this turn (data.memories), so a client can show them.",
+    ResponseType.ARTIFACTS_PENDING: f"Files an agent made are being prepared (the seed's protocol). {_NOT_SENT}",
+    ResponseType.USER_MESSAGE_INJECTED: f"A message the user sent while the agent worked was taken in (the seed's protocol). {_NOT_SENT}",
+    ResponseType.CONTEXT_COMPACTED: f"The conversation was summarised to fit the model's window (the seed's protocol). {_NOT_SENT}",
+    ResponseType.INSTALL_PROMPT: f"An agent asks to install a package (the seed's protocol). {_NOT_SENT}",
+    ResponseType.STOP: "The user stopped the run (POST .../stop); done=true; complete with data.stopped follows.",
+}
+
+
+def response_type_schema() -> dict[str, Any]:
+    """The enum, and each value with its description (`oneOf` of `const`s: JSON Schema has no
+    per-value description; `x-enum-descriptions` is the generators' spelling of the same)."""
+    values = [kind.value for kind in ResponseType]
+    return {
+        "type": "string",
+        "description": "What the event is; each value is described in oneOf.",
+        "enum": values,
+        "oneOf": [{"const": kind.value, "description": RESPONSE_TYPES.get(kind, kind.value)} for kind in ResponseType],
+        "x-enum-descriptions": [RESPONSE_TYPES.get(kind, kind.value) for kind in ResponseType],
+    }
+
+
+def event_schema(data_ref: str, *, what: str) -> dict[str, Any]:
+    """One server-sent event of an event-stream response; `data_ref` is its data's JSON schema."""
+    return {
+        "type": "object",
+        "title": "ServerSentEvent",
+        "description": f"One server-sent event: `id: <message id>:<entry id>`, `event: message`, `data: <{what} JSON>`. "
+                       "The first event also carries `retry: <ms>` (the reconnect delay); `: ping` comments keep a quiet "
+                       "stream open and are no events. Resume with the Last-Event-ID header.",
+        "properties": {
+            "id": {"type": "string", "description": "<message id>:<entry id>, for Last-Event-ID."},
+            "event": {"type": "string", "const": "message"},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": {"$ref": data_ref},
+                     "description": f"A {what} as JSON (fields that are not set are left out)."},
+            "retry": {"type": "integer", "minimum": 0, "description": "Reconnect delay in milliseconds (first event only)."},
+        },
+        "required": ["data"],
+    }
