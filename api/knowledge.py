@@ -38,7 +38,7 @@ from ragline.api.schemas import (
     SearchResults,
     TextDocumentIn,
 )
-from ragline.api.services import services
+from ragline.api.services import AppServices, services
 from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
 from ragline.retrieval.reranking import rerank_results
 from ragline.retrieval.types import (
@@ -47,6 +47,7 @@ from ragline.retrieval.types import (
     KnowledgeBase,
     KnowledgeBaseType,
     SearchParams,
+    SearchResult,
 )
 from ragline.service.access import Principal
 from ragline.service.jobs import JobRecord
@@ -228,13 +229,17 @@ async def reparse_document(request: Request) -> Response:
 async def list_chunks(request: Request) -> Response:
     who = services(request).authenticate(request)
     stack, kb = await _kb(request, who)
-    document = _document(stack, kb, inputs.path(request, "document_id"))
-    chunks = [
+    return _json(ChunkList(items=document_chunks(stack, kb, inputs.path(request, "document_id"))))
+
+
+def document_chunks(stack: Any, kb: KnowledgeBase, document_id: str) -> list[ChunkOut]:
+    """A document of a readable knowledge base, its chunks in order (shared with the MCP door)."""
+    document = _document(stack, kb, document_id)
+    return [
         ChunkOut(id=c.id, knowledge_id=c.knowledge_id, chunk_index=c.chunk_index, chunk_type=c.chunk_type.value, content=c.content,
                  parent_id=c.parent_id, pre_id=c.pre_id, next_id=c.next_id, metadata=c.metadata)
         for c in stack.catalog.chunks_of(document.id)
     ]
-    return _json(ChunkList(items=chunks))
 
 
 # --- FAQ ---
@@ -298,6 +303,11 @@ async def search(request: Request) -> Response:
     svc = services(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, SearchRequest)
+    return _json(SearchResults(items=await hybrid_search(svc, who, body)))
+
+
+async def hybrid_search(svc: AppServices, who: Principal, body: SearchRequest) -> list[SearchResult]:
+    """The search route's work, shared with the other doors (MCP): authorize, search, rerank."""
     stack = await svc.stack()
     await authorize_search(stack, who, body.knowledge_base_ids, body.knowledge_ids)
     search = body.model_dump(exclude={"rerank_top_k", "rerank_threshold", "faq_priority_enabled", "faq_score_boost"})
@@ -306,4 +316,4 @@ async def search(request: Request) -> Response:
         hits = await rerank_results(body.query, hits, svc.core.reranker(), threshold=body.rerank_threshold, top_k=body.rerank_top_k,
                                     scoped=bool(body.knowledge_ids), faq_boost=body.faq_score_boost if body.faq_priority_enabled else None,
                                     vector_threshold=body.vector_threshold)  # the image rule's floor: max(this, 0.25)
-    return _json(SearchResults(items=hits))
+    return hits

@@ -244,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve.register(sub)
     worker.register(sub)
+    from ragline.commands import mcp
+
+    mcp.register(sub)
     return parser
 
 
