@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from ragline.api import chat, health, images, jobs, knowledge, memories, messages, metrics, page, sessions, wiki
+from ragline.api import chat, dify, health, images, jobs, knowledge, memories, messages, metrics, openai_compat, page, sessions, wiki
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
 from ragline.api.guards import KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
@@ -80,6 +80,12 @@ ROUTES = [
     Route(f"{V1}/memories", memories.list_memories, methods=["GET"]),
     Route(f"{V1}/memories", memories.add_memory, methods=["POST"]),
     Route(f"{V1}/memories/{{memory_id}}", memories.delete_memory, methods=["DELETE"]),
+    # the OpenAI-compatible door (api/openai_compat.py): the pipeline and each knowledge base as models
+    Route("/v1/models", openai_compat.list_models, methods=["GET"]),
+    Route("/v1/models/{model:path}", openai_compat.get_model, methods=["GET"]),
+    Route("/v1/chat/completions", openai_compat.chat_completions, methods=["POST"]),
+    # the Dify door (api/dify.py): Dify's External Knowledge API, its endpoint being this service's root URL
+    Route("/retrieval", dify.retrieval, methods=["POST"]),
     # the web chat page (api/static/)
     Route("/", page.index, methods=["GET"]),
     Route("/static/{path:path}", page.asset, methods=["GET"]),
@@ -109,7 +115,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         # spans per stage when OTEL_EXPORTER_OTLP_ENDPOINT or Langfuse keys are set (a host that enabled tracing keeps its own)
         traced_here = not tracing.enabled() and tracing.configure_from_env()
         try:
-            async with open_services(settings, services) as shared:
+            async with open_services(settings, services) as shared, mcp_door.running():  # /mcp's session manager
                 app.state.services = shared
                 yield
         finally:
@@ -117,11 +123,15 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             if traced_here:
                 tracing.shutdown()  # flush the last batch of spans
 
+    from ragline.api.mcp import McpHttp
+
+    mcp_door = McpHttp()  # the MCP tools over streamable HTTP (api/mcp.py)
     app = Starlette(
-        routes=ROUTES,
+        routes=[*ROUTES, Route("/mcp", mcp_door, name="mcp")],
         middleware=middleware,
         exception_handlers={kind: handle_error for kind in HANDLED},
         lifespan=lifespan,
     )
     app.state.metrics = measured
+    app.state.limiter = limiter  # the MCP door's ask counts as an answer stream of its key
     return app
