@@ -7,10 +7,14 @@ reasoning_content deltas, finish reasons, HTTP errors.
 It also serves embeddings (OpenAI's /v1/embeddings: "openai/scripted-embed", api_base =
 base_url) and rerank (Cohere's /v1/rerank: "cohere/scripted-rerank", api_base = root_url: /v2/rerank), each
 with its own rules (`on_embedding`, `on_rerank`) so that chat rules never answer them.
+
+`python -m tests.scripted_model --port N --reply TEXT` runs it on its own, answering every chat with
+TEXT, for a process outside the suite (scripts/check-wheel.sh serves an installed wheel against it).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import socket
@@ -252,3 +256,25 @@ def _completion(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
 
 def _sse(payload: dict[str, Any]) -> str:
     return f"data: {json.dumps(payload)}\n\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.scripted_model", description="The scripted OpenAI-compatible server, on its own.")
+    parser.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--reply", default="scripted answer", help="the answer to every chat request")
+    args = parser.parse_args(argv)
+    model = ScriptedModel()
+    model.port = args.port or model.port
+    model.default = Reply.text(args.reply)
+    model.start()
+    print(f"scripted model on {model.base_url}", flush=True)
+    try:
+        threading.Event().wait()  # serves from its thread until the process is stopped
+    except KeyboardInterrupt:
+        pass
+    finally:
+        model.stop()
+
+
+if __name__ == "__main__":
+    main()
