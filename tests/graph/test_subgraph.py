@@ -68,3 +68,17 @@ def test_input_and_output_schemas_are_explicit():
     graph = build_graph("ragline")
     assert set(graph.get_input_jsonschema()["properties"]) == {"request"}
     assert "messages" not in graph.get_output_jsonschema()["properties"]
+
+
+async def test_a_turn_without_a_session_id_belongs_to_its_thread(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text("Berlin."))
+    graph = build_graph("ragline_chat", checkpointer=memory_saver(), services=Services())
+    config = {"configurable": {"thread_id": "thread-7"}}
+    await graph.ainvoke({"messages": [("user", "Capital of Germany?")]}, config)
+    assert (await graph.aget_state(config)).values["turn"].session_id == "thread-7"
+
+
+async def test_the_request_form_without_a_request_is_refused_in_words(scripted_model):
+    chunks = [c async for c in build_graph("ragline", services=Services()).astream({"messages": [("user", "hi")]}, stream_mode="custom")]
+    errors = [c for c in chunks if c["response_type"] == "error"]
+    assert errors and "ragline_chat" in errors[0]["content"] and errors[0]["data"]["code"] == "invalid_input"

@@ -53,3 +53,14 @@ def test_has_history_needs_an_earlier_answer_and_multi_turn_on():
     assert has_history(state)
     assert not has_history({**state, "request": PipelineRequest(query="q", max_history_rounds=0)})
     assert not has_history({**state, "messages": state["messages"][:1]})
+
+
+def test_a_conversation_written_elsewhere_pairs_each_question_with_the_next_answer():
+    """Studio's chat or a parent graph sends messages without request ids; an agent's tool-call
+    message (no text) is no answer."""
+    messages = [
+        HumanMessage("q1"), AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c1"}]), AIMessage("a1"),
+        HumanMessage("q2"), HumanMessage("q3"), AIMessage("a3"),
+        HumanMessage("now", additional_kwargs={"request_id": "current"}),
+    ]
+    assert [(t.query, t.answer) for t in pair_history(messages, 5, current_request_id="current")] == [("q1", "a1"), ("q3", "a3")]
