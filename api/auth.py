@@ -71,8 +71,14 @@ class KeyRing:
         if self.dev_mode:
             return DEV_PRINCIPAL
         key = presented_key(request.headers, request.query_params, allow_query=allow_query)
+        return self.principal_of(key, missing="an API key is required (X-API-Key header or Authorization: Bearer)")
+
+    def principal_of(self, key: str | None, *, missing: str) -> Principal:
+        """The tenant and user a key maps to (every door asks here); `missing` says how to give one."""
+        if self.dev_mode:
+            return DEV_PRINCIPAL
         if not key:
-            raise Unauthorized("an API key is required (X-API-Key header or Authorization: Bearer)")
+            raise Unauthorized(missing)
         principal = self.by_digest.get(key_digest(key))
         if principal is None:
             raise Unauthorized("unknown API key")

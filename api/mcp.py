@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from ragline import __version__, defaults
 from ragline.api import knowledge
-from ragline.api.auth import DEV_PRINCIPAL, KeyRing, key_digest
+from ragline.api.auth import KeyRing
 from ragline.api.errors import ApiError, Unauthorized, error_body, validation_message
 from ragline.api.guards import api_key_of
 from ragline.api.schemas import SearchRequest
@@ -156,14 +156,7 @@ def http_caller(ctx: Context) -> Caller:
 
 def stdio_principal(keyring: KeyRing, key: str | None) -> Principal:
     """The principal of `ragline mcp`: its key's tenant, or the dev principal when no key is configured."""
-    if keyring.dev_mode:
-        return DEV_PRINCIPAL
-    if not key:
-        raise Unauthorized("API keys are configured: give ragline mcp a key (--api-key or RAGLINE_MCP_API_KEY)")
-    principal = keyring.by_digest.get(key_digest(key))
-    if principal is None:
-        raise Unauthorized("unknown API key")
-    return principal
+    return keyring.principal_of(key, missing="API keys are configured: give ragline mcp a key (--api-key or RAGLINE_MCP_API_KEY)")
 
 
 @contextmanager

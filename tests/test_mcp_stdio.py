@@ -18,6 +18,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tests.api.test_mcp import call, refused
 from tests.scripted_model import Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,16 +67,6 @@ async def ragline_mcp(data_dir: Path, scripted: Any, key: str | None, keys: dict
         yield session
 
 
-async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
-    result = await session.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    return result.structured_content
-
-
-async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
-    result = await session.call_tool(tool, arguments)
-    assert result.is_error, result.structured_content
-    return " ".join(block.text for block in result.content if block.type == "text")
 
 
 async def test_tools_search_and_ask_over_stdio(data_dir, kettle, scripted_model):
