@@ -98,3 +98,47 @@ def test_studio_chat_graph_answers_messages_with_tokens_on_messages_tuple(dev_se
     assert tokens == ["Hello", " from", " the chat graph."]
     assert values["messages"][-1]["content"] == "Hello from the chat graph."
     assert values["turn"]["session_id"] == values["thread_id"]
+
+
+def test_studio_asks_over_a_knowledge_base_named_by_name_and_a_cancel_keeps_the_partial_answer(dev_server, scripted_server):
+    """The README's Studio recipe: agent.knowledge_base_ids by name. Then a run cancelled through the
+    SDK keeps what it had answered, marked stopped."""
+    import asyncio
+
+    from langgraph_sdk import get_client
+
+    from ragline.ingestion.service import IngestionService, TextDocument
+    from ragline.services import Services
+    from tests.scripted_model import Reply
+
+    services = Services.from_settings()  # the same data directory as the dev server's
+    kb = services.retrieval.knowledge_bases.create("studio-manuals")
+    asyncio.run(IngestionService(services.retrieval).ingest_documents(kb.id, [TextDocument(
+        text="Pairing the Aurora sensor takes up to three minutes; hold its button until the light blinks blue.", title="Pairing")]))
+    asyncio.run(services.aclose())
+    scripted_server.rules.clear()
+    scripted_server.on(lambda b: "Pairing the Aurora" in json.dumps(b), Reply(chunks=["Up to", " three minutes", ' <ref id="c1"/>', "."]), times=1)
+    scripted_server.on(lambda b: True, Reply(chunks=[f"w{i} " for i in range(60)], chunk_delay=0.1))
+
+    async def run() -> tuple[list[str], dict, dict]:
+        client = get_client(url=dev_server)
+        thread = await client.threads.create()
+        tokens: list[str] = []
+        context = {"agent": {"knowledge_base_ids": ["studio-manuals"]}}
+        async for part in client.runs.stream(thread["thread_id"], "ragline_chat", input={"messages": [{"role": "user", "content": "How long does pairing take?"}]},
+                                             stream_mode="messages-tuple", context=context):
+            if part.event == "messages" and part.data[1].get("langgraph_node") == "chat_completion_stream":
+                tokens.append(part.data[0].get("content", ""))
+        answered = (await client.threads.get_state(thread["thread_id"]))["values"]
+        other = await client.threads.create()
+        started = await client.runs.create(other["thread_id"], "ragline_chat", input={"messages": [{"role": "user", "content": "Tell me a long story"}]})
+        await asyncio.sleep(2.5)
+        await client.runs.cancel(other["thread_id"], started["run_id"], wait=True)
+        cancelled = (await client.threads.get_state(other["thread_id"]))["values"]
+        return tokens, answered, cancelled
+
+    tokens, answered, cancelled = asyncio.run(run())
+    assert "".join(tokens) == "Up to three minutes."
+    assert answered["messages"][-1]["additional_kwargs"]["citations"][0]["knowledge_base_id"] == kb.id
+    partial = cancelled["messages"][-1]
+    assert partial["type"] == "ai" and partial["content"].startswith("w0 w1") and cancelled["chat_response"]["stopped"] is True
