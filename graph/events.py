@@ -132,6 +132,12 @@ def as_json(event: StreamResponse) -> dict[str, Any]:
 def emit(context: RunContext | None, event: StreamResponse) -> None:
     """Deliver an event: LangGraph's custom stream, plus the host's sink when it gave one (only the
     sink when it is an ExclusiveSink)."""
+    _deliver(context, event)
+    if _ends_a_driverless_turn(context, event):
+        _deliver(context, _complete_after(event))
+
+
+def _deliver(context: RunContext | None, event: StreamResponse) -> None:
     sink = context.event_sink if context is not None else None
     if isinstance(sink, ExclusiveSink):
         sink(event)
@@ -144,6 +150,21 @@ def emit(context: RunContext | None, event: StreamResponse) -> None:
         writer(as_json(event))  # plain JSON: Studio and SSE serialise it as is
     if sink is not None:
         sink(event)
+
+
+def _ends_a_driverless_turn(context: RunContext | None, event: StreamResponse) -> bool:
+    """A graph run with no turn driver around it (Studio, a parent graph, an agent's tool: its
+    context carries no ids, which a driver always fills) gets the driver's last frame from the
+    graph itself: `complete` after the terminal answer or error. `begin_turn` sends the first."""
+    if context is not None and context.request_id:
+        return False
+    return event.done and event.response_type in (ResponseType.ANSWER, ResponseType.ERROR)
+
+
+def _complete_after(event: StreamResponse) -> StreamResponse:
+    stopped = event.response_type == ResponseType.ANSWER and bool((event.data or {}).get("stopped"))
+    return StreamResponse(id=event.id, response_type=ResponseType.COMPLETE, done=True, session_id=event.session_id,
+                          assistant_message_id=event.assistant_message_id, data={"stopped": True} if stopped else None)
 
 
 def memory_recalled(turn: TurnIds, items: list[dict[str, Any]]) -> StreamResponse:

@@ -97,6 +97,7 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
     """
     context = context_of(runtime)
     turn = turn_ids(context)  # the host's ids; minted only when a host gave none (Studio)
+    _open_driverless_turn(turn, context, _query_of(state.get("request")))
     if "request" not in state:
         return _missing_request(turn, context)
     started = await _settled(state["request"], turn, context)
@@ -120,6 +121,7 @@ async def begin_chat_turn(state: PipelineState, runtime: Runtime[RunContext]) ->
     context = context_of(runtime)
     turn = turn_ids(context)
     question = _open_question(state.get("messages", []))
+    _open_driverless_turn(turn, context, question.text if question is not None else "")
     if question is None:
         message = 'invalid input: {"messages": [...]} must end with the user\'s question (a human message)'
         events.emit(context, events.error(turn, message, code=ErrorKind.INVALID_INPUT.value))
@@ -129,6 +131,17 @@ async def begin_chat_turn(state: PipelineState, runtime: Runtime[RunContext]) ->
         return started
     marked = question.model_copy(update={"additional_kwargs": {**question.additional_kwargs, "request_id": turn.request_id}})
     return {"request": started["request"], "turn": turn, **turn_resets(state), "plain_reply": True, "messages": [marked]}
+
+
+def _query_of(request: PipelineRequest | dict[str, Any] | None) -> str:
+    return str(request.get("query", "") if isinstance(request, dict) else getattr(request, "query", ""))
+
+
+def _open_driverless_turn(turn: TurnIds, context: RunContext, query: str) -> None:
+    """`agent_query` first, as a turn driver would send it, when no driver hosts the run (its
+    context has no ids: Studio, a parent graph, an agent's tool); `complete` closes it (events.emit)."""
+    if not context.request_id:
+        events.emit(context, events.agent_query(turn, query))
 
 
 def _open_question(messages: list[AnyMessage]) -> HumanMessage | None:

@@ -82,3 +82,12 @@ async def test_the_request_form_without_a_request_is_refused_in_words(scripted_m
     chunks = [c async for c in build_graph("ragline", services=Services()).astream({"messages": [("user", "hi")]}, stream_mode="custom")]
     errors = [c for c in chunks if c["response_type"] == "error"]
     assert errors and "ragline_chat" in errors[0]["content"] and errors[0]["data"]["code"] == "invalid_input"
+
+
+async def test_a_run_with_no_turn_driver_is_framed_by_the_graph_itself(scripted_model):
+    """Studio, a parent graph, an agent's tool: agent_query first and complete last, as the driver sends them."""
+    scripted_model.on(lambda b: True, Reply.text("Berlin."))
+    chunks = [c async for c in _parent(Services()).astream({"question": "q"}, {"configurable": {"thread_id": "p9"}}, stream_mode="custom", subgraphs=True)]
+    kinds = [payload["response_type"] for _, payload in chunks]
+    assert kinds[0] == "agent_query" and kinds[-1] == "complete" and kinds.count("complete") == 1
+    assert chunks[0][1]["content"] == "q" and chunks[-1][1]["assistant_message_id"] == chunks[0][1]["assistant_message_id"]

@@ -21,7 +21,8 @@ def _state(request):
 async def test_fixed_strategy_sends_the_fixed_text_at_once():
     received = []
     update = await fallback(_state(PipelineRequest(query="q", fallback_response="Nothing here.")), _Runtime(received.append))
-    assert [(e.content, e.done) for e in received] == [("Nothing here.", True)]
+    assert [(e.content, e.done) for e in received if e.response_type == ResponseType.ANSWER] == [("Nothing here.", True)]
+    assert received[-1].response_type == ResponseType.COMPLETE  # no driver around this node: the graph ends the turn's frame
     assert update["chat_response"].fallback and update["error"] is None
 
 
