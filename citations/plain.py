@@ -12,13 +12,10 @@ with it, within a delta.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragline.citations.tags import ATTRIBUTED, tag_attributes
-
-_PUBLIC_TAG = re.compile(r"(?i)<(kb|web)(?=[\s/>])[^<>]*>")
+from ragline.citations.tags import ATTRIBUTED, PUBLIC_TAG, tag_attributes
 
 
 @dataclass(frozen=True)
@@ -74,15 +71,15 @@ class PlainText:
         parts: list[str] = []
         found: list[Citation] = []
         position = 0
-        for match in _PUBLIC_TAG.finditer(delta):
+        for match in PUBLIC_TAG.finditer(delta):
             # "three minutes <kb/>." reads "three minutes." (or "three minutes[1].") without its tag
             parts.append(delta[position : match.start()].rstrip(" \t"))
             position = match.end()
             offset = len(self.text) + sum(len(part) for part in parts)
-            probe = _citation(match.group(0), match.group(1).lower(), 0, offset)
-            key = probe.source_key or match.group(0)
+            attributes = tag_attributes(match.group(0))
+            key = attributes.get("chunk_id") or attributes.get("url") or match.group(0)
             number = self._numbers.setdefault(key, len(self._numbers) + 1)
-            citation = Citation(**{**asdict(probe), "number": number})
+            citation = _citation(match.group(0), match.group(1).lower(), number, offset)
             found.append(citation)
             if self.footnotes:
                 parts.append(f"[{number}~]" if citation.attributed else f"[{number}]")

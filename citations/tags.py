@@ -21,7 +21,7 @@ from ragline.citations.sources import ChunkRef, WebRef
 _REF_ID_ATTR = re.compile(r"""(?i)(?<![\w-])id\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'/>]+))""")
 _ALIAS_SEPARATORS = re.compile(r"[\s,;]+")
 _ATTR = re.compile(r"""(?i)([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
-_PUBLIC_TAG = re.compile(r"(?i)<(kb|web)(?=[\s/>])[^<>]*>")
+PUBLIC_TAG = re.compile(r"(?i)<(kb|web)(?=[\s/>])[^<>]*>")
 
 
 def ref_aliases(body: str) -> list[str]:
@@ -110,4 +110,4 @@ def compact_public_tags(
             alias = register_web(url, attributes.get("title", "")) if url else ""
         return f'<ref id="{alias}"/>' if alias else match.group(0)
 
-    return _PUBLIC_TAG.sub(fold, text)
+    return PUBLIC_TAG.sub(fold, text)

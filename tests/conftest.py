@@ -51,6 +51,15 @@ def scripted_model(scripted_server: ScriptedModel, monkeypatch: pytest.MonkeyPat
     get_settings.cache_clear()
 
 
+@pytest.fixture
+def fresh_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A data directory of the test's own, for code that builds its services from settings."""
+    monkeypatch.setenv("RAGLINE_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
 # --- a real knowledge stack: Chroma + bm25s + the local e5 embedder, in a temporary folder ---
 
 

@@ -15,9 +15,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ragline.agent_tools import RaglineRetriever, ragline_tool, search_tool
-from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.services import Services
-from ragline.settings import get_settings
+from tests.knowledge_base import create_knowledge_base
 from tests.scripted_model import Reply
 
 PAIRING = "To pair the Aurora sensor, hold its button until the light blinks blue. Pairing takes up to three minutes."
@@ -47,16 +46,11 @@ def _calls(*steps: tuple[str, dict]) -> Iterator[AIMessage]:
 
 
 @pytest.fixture
-def services(tmp_path, monkeypatch, scripted_model):
-    monkeypatch.setenv("RAGLINE_DATA_DIR", str(tmp_path))
-    get_settings.cache_clear()
+def services(fresh_data_dir, scripted_model):
     services = Services.from_settings()
-    kb = services.retrieval.knowledge_bases.create("manuals")
-    documents = [TextDocument(text=PAIRING, title="Pairing"), TextDocument(text=WARRANTY, title="Warranty")]
-    asyncio.run(IngestionService(services.retrieval).ingest_documents(kb.id, documents))
+    create_knowledge_base(services, "manuals", {"Pairing": PAIRING, "Warranty": WARRANTY})
     yield services
     asyncio.run(services.aclose())
-    get_settings.cache_clear()
 
 
 async def test_the_retriever_returns_passages_as_documents_with_their_citation_data(services):

@@ -107,14 +107,13 @@ def test_studio_asks_over_a_knowledge_base_named_by_name_and_a_cancel_keeps_the_
 
     from langgraph_sdk import get_client
 
-    from ragline.ingestion.service import IngestionService, TextDocument
     from ragline.services import Services
+    from tests.knowledge_base import create_knowledge_base
     from tests.scripted_model import Reply
 
     services = Services.from_settings()  # the same data directory as the dev server's
-    kb = services.retrieval.knowledge_bases.create("studio-manuals")
-    asyncio.run(IngestionService(services.retrieval).ingest_documents(kb.id, [TextDocument(
-        text="Pairing the Aurora sensor takes up to three minutes; hold its button until the light blinks blue.", title="Pairing")]))
+    kb = create_knowledge_base(services, "studio-manuals", {
+        "Pairing": "Pairing the Aurora sensor takes up to three minutes; hold its button until the light blinks blue."})
     asyncio.run(services.aclose())
     scripted_server.rules.clear()
     scripted_server.on(lambda b: "Pairing the Aurora" in json.dumps(b), Reply(chunks=["Up to", " three minutes", ' <ref id="c1"/>', "."]), times=1)

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.services import Services
-from ragline.settings import get_settings
+from tests.knowledge_base import create_knowledge_base
 from tests.scripted_model import Reply
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -34,16 +33,12 @@ def readme_embedding_code() -> str:
 
 
 @pytest.fixture
-def manuals(tmp_path, monkeypatch, scripted_model):
+def manuals(fresh_data_dir, scripted_model):
     """A fresh data directory holding the knowledge base the README names."""
-    monkeypatch.setenv("RAGLINE_DATA_DIR", str(tmp_path))
-    get_settings.cache_clear()
     services = Services.from_settings()
-    kb = services.retrieval.knowledge_bases.create("manuals")
-    asyncio.run(IngestionService(services.retrieval).ingest_documents(kb.id, [TextDocument(text=MANUAL, title="Pairing")]))
+    kb = create_knowledge_base(services, "manuals", {"Pairing": MANUAL})
     asyncio.run(services.aclose())
-    yield kb
-    get_settings.cache_clear()
+    return kb
 
 
 def test_the_readme_embedding_keeps_the_conversation_and_streams_plain_chunks(manuals, scripted_model, caplog):
