@@ -33,6 +33,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -44,6 +45,7 @@ import numpy as np
 from ragline import defaults
 from ragline.citations.sentences import PUBLIC_TAG, sentence_ends
 from ragline.citations.sources import SourceChunk
+from ragline.citations.support import LIST_MARKER, contradicts
 from ragline.retrieval.tokenizer import tokenize
 
 if TYPE_CHECKING:
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
 
 
@@ -71,9 +72,10 @@ class Passage:
     text: str
 
 
+@functools.lru_cache(maxsize=4096)  # the support check asks again for the same passage sentences
 def content_tokens(text: str) -> frozenset[str]:
     """The words that carry meaning: citation tags, list markers and stop words left out."""
-    return frozenset(tokenize(_LIST_MARKER.sub("", PUBLIC_TAG.sub(" ", text))))
+    return frozenset(tokenize(LIST_MARKER.sub("", PUBLIC_TAG.sub(" ", text))))
 
 
 def evidence_score(lexical: float, similarity: float) -> float:
@@ -134,11 +136,13 @@ class Attributor:
         scores = [evidence_score(lex, sim) for lex, sim in zip(lexical, similarities, strict=True)]
         ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         best = scores[ranked[0]]
-        return [
-            self._passages[i].alias
-            for i in ranked[: defaults.ATTRIBUTION_MAX_PASSAGES]
-            if scores[i] >= defaults.ATTRIBUTION_MIN_SCORE and scores[i] >= best - defaults.ATTRIBUTION_MARGIN
-        ]
+        close = [i for i in ranked[: defaults.ATTRIBUTION_MAX_PASSAGES]
+                 if scores[i] >= defaults.ATTRIBUTION_MIN_SCORE and scores[i] >= best - defaults.ATTRIBUTION_MARGIN]
+        if not close:
+            return []
+        # Overlap is not support: a passage stating another number or the opposite is never cited
+        return await asyncio.to_thread(lambda: [self._passages[i].alias for i in close
+                                                if not contradicts(sentence, self._passages[i].text, content_tokens)])
 
     def _quoted_in(self, sentence: str) -> list[str]:
         """Aliases of the passages that hold the short sentence word for word, in rank order."""

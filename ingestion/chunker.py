@@ -21,11 +21,18 @@ _INLINE_ATOM = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)|\$[^$\n]+\$")
 _ATOM_MARK = "\ue000"  # private-use character: never a separator, never in real text
 
 
+# Bumped when the same text and settings would chunk differently: part of each document's content
+# hash, so a document is re-chunked when it is ingested or reparsed again, never behind a user's back.
+# 2: a table is a chunk of its own (the prose after it was glued to it, and embedded as the table).
+CHUNKER_VERSION = 2
+
+
 @dataclass
 class Piece:
     text: str
     atomic: bool = False
     sticky: bool = False  # a lone heading: travels with whatever follows it
+    table: bool = False  # a table (or one part of a long one): a chunk of its own
 
 
 @dataclass
@@ -82,7 +89,7 @@ def _table_pieces(lines: list[str], size: int) -> list[Piece]:
     """A table fits whole, or is cut between rows with the header repeated on every part."""
     text = "\n".join(lines) + "\n\n"
     if len(text) <= size:
-        return [Piece(text, atomic=True)]
+        return [Piece(text, atomic=True, table=True)]
     has_rule = len(lines) > 1 and set(lines[1].replace("|", "").strip()) <= set("-: ")
     header = lines[:2] if has_rule else lines[:1]
     rows = lines[len(header):]
@@ -91,11 +98,11 @@ def _table_pieces(lines: list[str], size: int) -> list[Piece]:
     for row in rows:
         candidate = "\n".join(header + current + [row]) + "\n\n"
         if current and len(candidate) > size:
-            pieces.append(Piece("\n".join(header + current) + "\n\n", atomic=True))
+            pieces.append(Piece("\n".join(header + current) + "\n\n", atomic=True, table=True))
             current = []
         current.append(row)
     if current or not pieces:
-        pieces.append(Piece("\n".join(header + current) + "\n\n", atomic=True))
+        pieces.append(Piece("\n".join(header + current) + "\n\n", atomic=True, table=True))
     return pieces
 
 
@@ -174,13 +181,19 @@ def _atom_end(lines: list[str], i: int) -> int | None:
 
 def merge_pieces(pieces: list[Piece], size: int, overlap: int) -> list[str]:
     """Pack pieces into chunks of at most `size`; the next chunk repeats up to `overlap` characters
-    of whole text pieces (atoms are never repeated: a table twice would only add noise)."""
+    of whole text pieces (atoms are never repeated: a table twice would only add noise). A table
+    is a chunk of its own (with a heading right above it), so the prose around it is embedded as
+    prose, not as part of the table."""
     chunks: list[str] = []
     current: list[Piece] = []
     length = 0
     for piece in pieces:
-        if current and length + len(piece.text.rstrip("\n")) > size and not all(p.sticky for p in current):
+        at_table = piece.table or bool(current and current[-1].table)
+        full = length + len(piece.text.rstrip("\n")) > size
+        if current and (full or at_table) and not all(p.sticky for p in current):
             chunks.append("".join(p.text for p in current))
+            if at_table:
+                current, length = [], 0
             while current and (length > overlap or length + len(piece.text) > size
                                or any(p.atomic or p.sticky for p in current)):
                 length -= len(current.pop(0).text)
@@ -216,6 +229,11 @@ def chunk_document(text: str, config: ChunkingConfig) -> ChunkPlan:
             child.parent_index = index
             children.append(child)
     return ChunkPlan(children, parents)
+
+
+def chunking_signature(config: ChunkingConfig) -> str:
+    """What a document's chunks depend on besides its text: the settings and the chunker's version."""
+    return f"{config.model_dump_json()}\nchunker {CHUNKER_VERSION}"
 
 
 def embedding_text(draft_content: str, headings: list[str]) -> str:

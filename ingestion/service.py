@@ -22,7 +22,7 @@ from typing import Any
 from ragline import defaults
 from ragline.entities.extraction import extract_document_graph
 from ragline.entities.store import GraphStore
-from ragline.ingestion.chunker import ChunkPlan, chunk_document, embedding_text
+from ragline.ingestion.chunker import ChunkPlan, chunk_document, chunking_signature, embedding_text
 from ragline.ingestion.ids import new_id
 from ragline.ingestion.image_chunks import IMAGE_CHUNK_TYPES, ImageIndexer, carry_over
 from ragline.ingestion.image_store import keep_images, release_images
@@ -187,7 +187,7 @@ class IngestionService:
                                progress: Progress | None = None) -> list[Knowledge]:
         """Chunk, embed and store several documents; unchanged documents are skipped."""
         kb = self._kb(kb_id, tenant_id)
-        settings = kb.chunking.model_dump_json()
+        settings = chunking_signature(kb.chunking)
         out: list[Knowledge] = []
         todo: list[PreparedDocument] = []
         for doc in docs:
@@ -347,7 +347,7 @@ class IngestionService:
             raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
         if is_wiki_document(knowledge):  # re-chunking would turn the page into text chunks
             raise IngestionError(f"{knowledge.title} is a wiki page: rebuild the wiki instead of reparsing it")
-        knowledge.content_hash = content_hash(text, kb.chunking.model_dump_json())
+        knowledge.content_hash = content_hash(text, chunking_signature(kb.chunking))
         chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge.id, knowledge.title)
         old_images = [c for c in self.catalog.chunks_of(knowledge_id) if c.chunk_type in IMAGE_CHUNK_TYPES]
         if old_images:  # the images' text is not in the stored text: their chunks move over as they are

@@ -10,7 +10,7 @@ from typing import Any
 from ragline import defaults
 from ragline.graph.state import HistoryTurn, merge_search_results
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.merge_images import absorb_image_hit, prune_markdown_images, resolve_image_chains
+from ragline.retrieval.merge_images import absorb_image_hit, merge_image_info, prune_markdown_images, resolve_image_chains
 from ragline.retrieval.searchutil import (
     is_content_contained,
     join_chunk_content,
@@ -86,12 +86,16 @@ def merge_sequential(results: Sequence[SearchResult]) -> list[SearchResult]:
         for following in group[1:]:
             if str(current.chunk_type) == ChunkType.TEXT and _joinable(current, following):
                 sub_ids = [*current.metadata.get("sub_chunk_ids", [current.id]), following.id]
+                metadata: dict[str, Any] = {**current.metadata, "sub_chunk_ids": sub_ids}
+                images = merge_image_info(current, following)
+                if images:  # the joined text holds both chunks' images: keep every one's info, so none is pruned
+                    metadata["images"] = images
                 current = current.model_copy(update={
                     "content": join_chunk_content(current.content, following.content),
                     "score": max(current.score, following.score),
                     "chunk_index": following.chunk_index,  # the joined text now ends where `following` ends
                     "next_chunk_id": following.next_chunk_id,
-                    "metadata": {**current.metadata, "sub_chunk_ids": sub_ids},
+                    "metadata": metadata,
                 })
             else:
                 merged.append(current)

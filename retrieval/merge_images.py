@@ -94,16 +94,24 @@ def prune_markdown_images(results: Sequence[SearchResult]) -> list[SearchResult]
     return out
 
 
+def merge_image_info(first: SearchResult, second: SearchResult) -> list[dict[str, Any]]:
+    """mergeImageInfo: the image info of both results, the first's order kept, each URL once."""
+    images = [i for i in first.metadata.get("images") or [] if isinstance(i, dict)]
+    seen = {i.get("url") for i in images}
+    for image in second.metadata.get("images") or []:
+        if isinstance(image, dict) and image.get("url") not in seen:
+            images.append(image)
+            seen.add(image.get("url"))
+    return images
+
+
 def absorb_image_hit(keeper: SearchResult, dropped: SearchResult) -> SearchResult:
     """Step 8: a dropped image hit leaves its images with the near-duplicate that stays (mergeImageInfo,
     by URL) and, when it came through the image vector, marks it image_vector_match so a vision model
     still sees the image."""
     if not is_image_hit(dropped):
         return keeper
-    images = list(keeper.metadata.get("images") or [])
-    seen = set(image_urls(keeper))
-    images += [i for i in dropped.metadata.get("images") or [] if isinstance(i, dict) and i.get("url") not in seen]
-    metadata = {**keeper.metadata, "images": images}
+    metadata = {**keeper.metadata, "images": merge_image_info(keeper, dropped)}
     if dropped.match_type == MatchType.IMAGE_VECTOR or dropped.chunk_type == ChunkType.IMAGE_VECTOR:
         metadata["image_vector_match"] = "true"
     return keeper.model_copy(update={"metadata": metadata})

@@ -135,6 +135,24 @@ async def test_a_sentence_with_no_support_gets_no_tag(attributor, sentence):
     assert await attributor.attribute_text(sentence) == sentence
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Batteries and damage from lightning are covered by the warranty.",
+        "Northwind Instruments gives a three-year warranty on the Aurora console and outdoor sensor.",
+        "The console does not keep the pairing after a power cut.",
+    ],
+)
+async def test_a_sentence_its_closest_passage_contradicts_gets_no_tag(attributor, sentence):
+    """Overlap is not support: the opposite, or another number, in the passage vetoes the badge."""
+    assert await attributor.attribute_text(sentence) == sentence
+
+
+async def test_the_same_sentences_stated_as_the_passage_does_keep_their_tag(attributor):
+    text = "Batteries and damage from lightning are not covered by the warranty."
+    assert await attributor.attribute_text(text) == text + WARRANTY_TAG
+
+
 async def test_sentences_too_short_to_match_are_not_attributed(attributor):
     assert await attributor.attribute_text("Pairing: three minutes.") == "Pairing: three minutes."
 

@@ -80,6 +80,24 @@ def test_a_small_table_stays_whole_with_its_heading():
     assert len(table) == 1 and "| 1 | 2 |" in table[0].content and table[0].content.startswith("## Sizes")
 
 
+def test_a_table_is_a_chunk_of_its_own_and_the_prose_after_it_is_embedded_as_prose():
+    """The sample's specs page: a table, then the battery sentence. Glued together (well within
+    512 characters), the sentence was embedded as the table and ranked fifth for its own question."""
+    from ragline.ingestion.sample import SAMPLE_DIR
+
+    text = (SAMPLE_DIR / "specs.md").read_text(encoding="utf-8")
+    chunks = chunk_text(text, 512, 80)
+    assert [c.content.split("\n")[0] for c in chunks] == ["# Technical specifications", "Battery life of the outdoor sensor is about 18 months with lithium AA cells and 12 months with"]
+    assert "|" not in chunks[1].content and chunks[1].headings == ["Technical specifications"]
+    assert embedding_text(chunks[1].content, chunks[1].headings).startswith("Technical specifications\n\nBattery life")
+
+
+def test_prose_before_a_table_ends_its_chunk_and_a_heading_right_above_goes_with_the_table():
+    text = "Intro paragraph.\n\n## Sizes\n\nSizes in millimetres.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nAfter the table."
+    contents = [c.content for c in chunk_text(text, 500, 80)]
+    assert contents == ["Intro paragraph.", "## Sizes\n\nSizes in millimetres.", "| a | b |\n|---|---|\n| 1 | 2 |", "After the table."]
+
+
 def test_code_blocks_and_latex_are_never_split():
     code = "```python\n" + "\n".join(f"print({i})" for i in range(60)) + "\n```"
     latex = "$$\n" + " + ".join(f"x_{i}" for i in range(80)) + "\n$$"

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from ragline.graph.state import HistoryTurn
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval import merge as step
+from ragline.retrieval.merge_images import prune_markdown_images
 from ragline.retrieval.types import ChunkingConfig, ChunkType
 from tests.nodes.results import hit
 
@@ -91,6 +92,22 @@ def test_sequential_chunks_of_a_document_join_by_text_keeping_the_best_score():
     assert len(merged) == 1
     assert merged[0].content == "first part\nsecond part" and merged[0].score == 0.9
     assert merged[0].metadata["sub_chunk_ids"] == ["c1", "c2"]
+
+
+IMAGE_A = "local://images/" + "a" * 64 + ".png"
+IMAGE_B = "local://images/" + "b" * 64 + ".png"
+
+
+def test_joined_chunks_keep_the_image_info_of_both_and_the_final_prune_keeps_both_images():
+    """Seed mergeImageInfo: the second chunk's image survives the join and the last prune."""
+    first = hit("c1", f"The console front.\n![console]({IMAGE_A})", 0.9, chunk_index=1,
+                metadata={"images": [{"url": IMAGE_A, "caption": "console"}]})
+    second = hit("c2", f"The sensor mast.\n![mast]({IMAGE_B})\n![again]({IMAGE_A})", 0.4, chunk_index=2,
+                 metadata={"images": [{"url": IMAGE_B, "caption": "mast"}, {"url": IMAGE_A, "caption": "console"}]})
+    [merged] = step.merge_sequential([first, second])
+    assert [image["url"] for image in merged.metadata["images"]] == [IMAGE_A, IMAGE_B]
+    [pruned] = prune_markdown_images([merged])
+    assert IMAGE_A in pruned.content and IMAGE_B in pruned.content
 
 
 def test_overlapping_neighbours_join_without_repeating_the_overlap():

@@ -1,0 +1,116 @@
+"""Whether a passage contradicts a sentence that shares its words: the veto of attribution.
+
+Word overlap and embedding similarity both call "Batteries are covered" a match for "Batteries
+and damage from lightning are not covered", and "the warranty lasts three years" a match for "a
+two-year warranty". Attribution (citations/attribution.py) must not vouch for such a sentence, so
+before a passage is cited for a sentence two cheap checks may veto it:
+
+* a number: every number the sentence states (digits, English number words, Chinese numerals)
+  must appear in the passage; "18 months" is no support for "12 months";
+* a negation: the passage's sentence closest to it (most shared content words) must have the
+  same polarity: both negated or neither ("not", "never", "n't", 不, 没, 未 ...).
+
+Neither check proves support; each only refuses what is plainly not support.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ragline.citations.sentences import PUBLIC_TAG
+
+Tokens = Callable[[str], frozenset[str]]
+
+_NEGATION = re.compile(
+    r"(?i)\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n't\b"
+    # Chinese: 不 except where it starts a word that negates nothing (不同 "different", 不断 ...)
+    r"|不(?![同断久少仅但管论过错])|没|未(?!来)|无法|并非|禁止"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n\s*\n|\n(?=\s*(?:[-*+]|\d{1,3}[.)])\s)")
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_WORD_NUMBERS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+    "thousand": 1000, "single": 1, "double": 2, "twice": 2, "half": 0.5,
+}
+_ENGLISH_NUMBER = re.compile(r"(?i)\b(" + "|".join(_WORD_NUMBERS) + r")\b")
+_CHINESE_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CHINESE_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_CHINESE_NUMBER = re.compile(r"[零〇一二两三四五六七八九十百千万]+(?:点[零〇一二三四五六七八九]+)?")
+
+
+def chinese_number(text: str) -> float | None:
+    """The value of a Chinese numeral such as 十八, 两百零五, 一点五; None when it is not one."""
+    whole, _, fraction = text.partition("点")
+    total, digit, seen = 0, 0, False
+    for char in whole:
+        if char in _CHINESE_DIGITS:
+            digit, seen = _CHINESE_DIGITS[char], True
+        elif char in _CHINESE_UNITS:
+            total += (digit if seen else 1) * _CHINESE_UNITS[char]
+            digit, seen = 0, False
+        else:
+            return None
+    total += digit
+    if fraction:
+        if any(char not in _CHINESE_DIGITS for char in fraction):
+            return None
+        return float(f"{total}." + "".join(str(_CHINESE_DIGITS[char]) for char in fraction))
+    return float(total)
+
+
+def numbers(text: str) -> frozenset[float]:
+    """Every number the text states, as values: "two", "2" and "两" are the same number."""
+    text = PUBLIC_TAG.sub(" ", text)
+    found: set[float] = set()
+    for match in _DIGITS.finditer(text):
+        raw = match.group(0)
+        # "1,200" is twelve hundred; "1,5" (a decimal comma) and "1.5" are one and a half
+        cleaned = raw.replace(",", "") if re.fullmatch(r"\d{1,3}(?:,\d{3})+", raw) else raw.replace(",", ".")
+        try:
+            found.add(float(cleaned))
+        except ValueError:  # "1.2.3", a version: each part is a number of its own
+            found.update(float(part) for part in re.split(r"[.,]", raw) if part)
+    found.update(float(_WORD_NUMBERS[m.group(1).lower()]) for m in _ENGLISH_NUMBER.finditer(text))
+    for match in _CHINESE_NUMBER.finditer(text):
+        value = chinese_number(match.group(0))
+        if value is not None:
+            found.add(value)
+    return frozenset(found)
+
+
+def is_negated(text: str) -> bool:
+    return bool(_NEGATION.search(PUBLIC_TAG.sub(" ", text)))
+
+
+LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_CLAUSE_END = re.compile(r"[;；,，:：]\s*|\s+but\s+|但是|但")
+_MIN_CLAUSE_TOKENS = 2  # "but the console is": too little to find its sentence by
+
+
+def closest_sentence(clause_tokens: frozenset[str], passage: str, tokens: Tokens) -> str | None:
+    """The passage's sentence sharing the most content words with the clause (the first on a
+    tie); None when none shares any."""
+    best, best_shared = None, 0
+    for candidate in _SENTENCE_END.split(passage):
+        shared = len(clause_tokens & tokens(candidate))
+        if shared > best_shared:
+            best, best_shared = candidate, shared
+    return best
+
+
+def contradicts(sentence: str, passage: str, tokens: Tokens) -> bool:
+    """True when the passage plainly does not support the sentence: a number the passage never
+    states, or a clause whose closest sentence in the passage has the opposite polarity."""
+    sentence = LIST_MARKER.sub("", PUBLIC_TAG.sub(" ", sentence))
+    if not numbers(sentence) <= numbers(passage):
+        return True
+    clauses = [c for c in _CLAUSE_END.split(sentence) if len(tokens(c)) >= _MIN_CLAUSE_TOKENS] or [sentence]
+    for clause in clauses:
+        closest = closest_sentence(tokens(clause), passage, tokens)
+        if closest is not None and is_negated(clause) != is_negated(closest):
+            return True
+    return False
