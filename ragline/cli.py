@@ -68,6 +68,7 @@ async def resolve_knowledge_bases(args: argparse.Namespace, services: Services) 
     return ids
 
 
+UNSEARCHED_NOTE = "(no knowledge base was searched: this answer is the model's own, not from your documents; add --kb NAME or --sample)"
 _KB_TAG = re.compile(r"<(kb|web)\b([^>]*)/>")
 _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 
@@ -78,8 +79,9 @@ class TerminalPrinter:
     uncited (`attributed="true"`) prints as [n~], and is listed as matched unless the model cited
     it elsewhere."""
 
-    def __init__(self, out: TextIO, err: TextIO, color: bool) -> None:
+    def __init__(self, out: TextIO, err: TextIO, color: bool, *, searched: bool = True) -> None:
         self.out, self.err, self.color = out, err, color
+        self.searched = searched  # False: no knowledge base was chosen, so the answer is the model's alone
         self._in_thinking = False
         self.failed = False
         self.cited: dict[str, str] = {}  # chunk id or url -> label shown under the answer
@@ -123,6 +125,9 @@ class TerminalPrinter:
         elif kind == ResponseType.COMPLETE:
             self._end_thinking()
             self.out.write(self._sources() + "\n")
+            if not self.searched and not self.failed:
+                self.out.flush()
+                self.err.write(UNSEARCHED_NOTE + "\n")
         self.out.flush()
 
     def _end_thinking(self) -> None:
@@ -140,7 +145,7 @@ async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: 
         request = PipelineRequest(**_request_fields(args, query, kb_ids))
     except ValidationError as exc:
         raise CLIError(exc.errors()[0]["msg"]) from None
-    printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty())
+    printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids))
     context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services)
     asked_at, first_token, completed = time.time(), None, None
     async for event in stream_turn(graph, request, context):

@@ -14,11 +14,12 @@ def _scripted_env(server):
     return {"RAGLINE_CHAT_MODEL": "openai/scripted", "RAGLINE_CHAT_API_BASE": server.base_url, "RAGLINE_CHAT_API_KEY": "k"}
 
 
-def test_ask_streams_the_answer_to_stdout(scripted_model):
+def test_ask_streams_the_answer_to_stdout_and_says_it_searched_nothing(scripted_model):
     scripted_model.on(lambda b: True, __import__("tests.scripted_model", fromlist=["Reply"]).Reply.text("Paris is the capital."))
     result = _ragline("ask", "What is the capital of France?", env_extra=_scripted_env(scripted_model))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Paris is the capital."
+    assert "no knowledge base was searched" in result.stderr and "--kb NAME" in result.stderr
 
 
 def test_provider_error_is_one_line_on_stderr_with_non_zero_exit(scripted_model):
@@ -65,6 +66,22 @@ def test_citations_print_as_footnotes_with_their_sources():
     printer(events.answer(turn, 'Pairing takes three minutes <kb chunk_id="c9" title="setup"/>.'))
     printer(events.complete(turn))
     assert out.getvalue() == "Pairing takes three minutes [1].\n[1] setup\n"
+
+
+def test_an_answer_over_a_knowledge_base_carries_no_unsearched_note():
+    import io
+
+    from ragline.cli import UNSEARCHED_NOTE, TerminalPrinter
+    from ragline.graph import events
+    from ragline.graph.state import TurnIds
+
+    turn = TurnIds("s", "r", "u", "a")
+    for searched in (True, False):
+        err = io.StringIO()
+        printer = TerminalPrinter(io.StringIO(), err, color=False, searched=searched)
+        printer(events.answer(turn, "Two years."))
+        printer(events.complete(turn))
+        assert (UNSEARCHED_NOTE in err.getvalue()) is not searched
 
 
 def test_a_matched_source_prints_as_a_marked_footnote_and_is_listed_as_matched():
