@@ -26,8 +26,10 @@ FEEDBACK_DOCS = 3  # fused hits whose vectors refine the query vector (Rocchio; 
 FEEDBACK_WEIGHT = 0.5  # Rocchio beta: the weight of those hits' mean vector
 
 # --- relevance: does the knowledge base hold the answer? (retrieval/relevance.py) ---
-RELEVANCE_MIN_SCORE = 0.55  # idf-weighted term coverage + 3x similarity above the hits' median; measured in relevance.py
+RELEVANCE_MIN_SCORE = 0.60  # idf-weighted term coverage + 3x similarity above the hits' median; measured in relevance.py
+RELEVANCE_TERMS_PER_PASSAGE = 5  # a question with more content terms is judged on a share of 5 terms' weight (multi-hop: one passage holds one hop)
 RELEVANCE_KEEP_SHARE = 0.5  # once the best hit passes, hits at half its bar stay: lexical evidence misses paraphrases
+RELEVANCE_MIN_PART_TERMS = 2  # a part of a several-part question is judged alone only with this many content terms
 RELEVANCE_MIN_POOL = 3  # below this many hits the idf of a term says nothing: all terms weigh 1
 RELEVANCE_SIMILARITY_WEIGHT = 3.0  # 1 lost gold paragraphs on chunked text, 4 let CMRC's wrong paragraphs through
 CROSS_SCRIPT_RELEVANCE_SCALE = 11.0  # a question and passage in different scripts pass 0.55 at 0.05 above the hits' median
