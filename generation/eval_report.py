@@ -18,11 +18,11 @@ from typing import Any
 Row = dict[str, Any]
 
 # Metrics the baseline gate guards, with the direction that is better.
-HIGHER_IS_BETTER = ("exact_match", "f1", "contains_gold", "citation_precision", "citation_coverage", "gold_retrieved", "abstention_rate")
-LOWER_IS_BETTER = ("fallback_rate", "error_rate")
+HIGHER_IS_BETTER = ("exact_match", "f1", "contains_gold", "citation_precision", "citation_coverage", "gold_retrieved", "support_recall", "abstention_rate")
+LOWER_IS_BETTER = ("fallback_rate", "error_rate", "wrong_with_source")
 SHOWN = (
-    "exact_match", "f1", "contains_gold", "gold_retrieved", "citation_precision", "citation_coverage",
-    "citations_model", "citations_attributed", "fallback_rate", "error_rate", "abstention_rate",
+    "exact_match", "f1", "contains_gold", "gold_retrieved", "support_recall", "citation_precision", "citation_coverage",
+    "wrong_with_source", "citations_model", "citations_attributed", "fallback_rate", "error_rate", "abstention_rate",
     "abstention_contains_gold", "first_token_p50_s", "first_token_p95_s", "complete_p50_s", "complete_p95_s",
 )
 SETTINGS_COMPARED = ("dataset", "corpus_sha256", "model", "questions", "seed", "prompt_mode", "chunk_size")
@@ -72,6 +72,11 @@ def _latency_metrics(rows: Sequence[Row]) -> dict[str, Any]:
     }
 
 
+def _wrong_with_source(row: Row) -> bool:
+    """The worst outcome: an answer without the gold that still shows a source."""
+    return not row["contains_gold"] and not row["fallback"] and not row["error"] and bool(row["citations"])
+
+
 def aggregate(rows: Sequence[Row], abstention_rows: Sequence[Row] | None = None) -> dict[str, Any]:
     """The report's metrics from its rows (and the abstention rows, when that pass ran)."""
 
@@ -84,7 +89,9 @@ def aggregate(rows: Sequence[Row], abstention_rows: Sequence[Row] | None = None)
         "f1": _rounded(mean([float(row["f1"]) for row in rows])),
         "contains_gold": share("contains_gold"),
         "gold_retrieved": share("gold_retrieved"),
+        "support_recall": _rounded(mean([float(row["support_recall"]) for row in rows if row.get("support_recall") is not None])),
         **_citation_metrics(rows),
+        "wrong_with_source": _rounded(mean([float(_wrong_with_source(row)) for row in rows])),
         "fallback_rate": share("fallback"),
         "error_rate": share("error"),
         "abstention_rate": None,

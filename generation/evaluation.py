@@ -232,6 +232,8 @@ def score_row(question: Question, turn: Turn, texts: dict[str, str], beir_id_of:
         "citation_precision": scoring.citation_precision(cited_passages, question.answers),
         "references": len(turn.references),
         "gold_retrieved": bool(retrieved & set(question.gold_docs)),
+        # multi-hop: the share of the supporting paragraphs that reached the model's context
+        "support_recall": round(len(retrieved & set(question.gold_docs)) / len(question.gold_docs), 4) if question.gold_docs else None,
         "fallback": turn.fallback,
         "error": turn.error,
         "first_token_s": None if turn.first_token_s is None else round(turn.first_token_s, 3),

@@ -113,6 +113,8 @@ def test_the_report_scores_what_the_model_said_and_the_passages_it_cited(run, st
     assert metrics["citation_coverage"] == 0.75  # q3 cites nothing
     assert metrics["citations_model"] == 4 and metrics["citations_attributed"] == 0
     assert metrics["fallback_rate"] == 0.0 and metrics["abstention_rate"] is None
+    assert metrics["support_recall"] == 1.0 and all(row["support_recall"] == 1.0 for row in rows.values())
+    assert metrics["wrong_with_source"] == 0.25  # q4: no gold in the answer, yet it shows a source (q3 shows none)
     assert report["settings"]["prompt_mode"] == "default" and report["settings"]["seed"] == 7
     assert report["settings"]["model"] == "openai/scripted" and report["settings"]["questions"] == 4
     assert "exact_match" in out and "0.2500" in out
@@ -180,3 +182,12 @@ def test_sampling_is_fixed_by_the_seed(tmp_path):
     qa = load_qa_set(write_set(tmp_path / "tiny_qa"))
     assert sample_questions(qa, 2, seed=3) == sample_questions(qa, 2, seed=3)
     assert {q.id for q in sample_questions(qa, 10, seed=1)} == set(QUESTIONS)
+
+
+def test_support_recall_is_the_share_of_a_multi_hop_questions_paragraphs_in_the_context():
+    from ragline.generation.evaluation import Question, Turn, score_row
+
+    question = Question("m1", "Who founded the city where X was born?", ("Ada",), ("p1", "p2", "p3", "p4"))
+    turn = Turn(answer="Ada", references=[{"knowledge_id": "k1"}, {"knowledge_id": "k3"}, {"knowledge_id": "k9"}])
+    row = score_row(question, turn, {}, {"k1": "p1", "k3": "p3", "k9": "p9"})
+    assert row["gold_retrieved"] and row["support_recall"] == 0.5
