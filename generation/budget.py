@@ -4,8 +4,10 @@ A local model prefills ~50-100 tokens/s on two cores, so each retrieved passage 
 seconds before the first answer token, and a 0.5B model answers best from the one best passage:
 on XQuAD its token F1 was 0.54 with 250 tokens, 0.48 with 320, 0.45 with 400 and 0.43 with all
 five passages (60 questions, ragline eval --answers). Passages are taken in rank order while they fit the budget; the first
-one always goes in, cut to the budget if it alone is larger. Remote models have no budget unless
-one is configured: their prefill is fast and their windows are large.
+one always goes in, cut to the budget if it alone is larger. One paragraph is too little for a
+question that joins facts (multi-hop: each hop is another passage) and for a second passage as
+good as the first, so those may stretch the budget (needed_beyond_budget). Remote models have no
+budget unless one is configured: their prefill is fast and their windows are large.
 """
 
 from __future__ import annotations
@@ -33,18 +35,37 @@ def _cut(result: SearchResult, tokens: int, budget: int) -> SearchResult:
                                      "metadata": {**result.metadata, "cut_to_budget": True}})
 
 
-async def fit_budget(results: list[SearchResult], budget: int, count: TokenCounter) -> list[SearchResult]:
-    """The leading results whose passages fit `budget` tokens together."""
+def needed_beyond_budget(result: SearchResult, kept: list[SearchResult], *, joins_facts: bool) -> bool:
+    """A passage past the plain budget that the question still needs: one whose own evidence
+    passed the relevance gate's full bar (close to the first's, not just half of it), or, for a
+    question joining facts, the first passage from a document the context does not hold yet."""
+    relevance = result.metadata.get("relevance")
+    if isinstance(relevance, int | float) and relevance >= defaults.RELEVANCE_MIN_SCORE:
+        return True
+    return joins_facts and all(result.knowledge_id != other.knowledge_id for other in kept)
+
+
+async def fit_budget(results: list[SearchResult], budget: int, count: TokenCounter, *,
+                     joins_facts: bool = False) -> list[SearchResult]:
+    """The leading results whose passages fit `budget` tokens together, and past it, up to
+    CONTEXT_BUDGET_STRETCH times the budget, the passages the question needs (needed_beyond_budget)."""
     if not results:
         return []
     sizes = await count([result.content for result in results])
     kept: list[SearchResult] = []
-    used = 0
+    used, full = 0, False
+    stretched = budget * defaults.CONTEXT_BUDGET_STRETCH
     for result, size in zip(results, sizes, strict=True):
-        if used + size > budget:
-            if not kept:
-                kept.append(_cut(result, size, budget))
-            break
-        kept.append(result)
-        used += size
+        if not kept and size > budget:
+            kept.append(_cut(result, size, budget))
+            used, full = budget, True
+        elif not full and used + size <= budget:
+            kept.append(result)
+            used += size
+        elif used + size <= stretched and needed_beyond_budget(result, kept, joins_facts=joins_facts):
+            kept.append(result)
+            used += size
+            full = True  # in rank order: a passage that did not fit is never passed by a weaker one
+        else:
+            full = True
     return kept

@@ -9,6 +9,7 @@ client sees are the passages the model was given.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -16,6 +17,7 @@ from langgraph.runtime import Runtime
 from ragline.generation.budget import context_budget, fit_budget
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
+from ragline.retrieval.relevance import joins_facts
 from ragline.retrieval.types import SearchResult
 from ragline.services import services_of
 
@@ -39,5 +41,6 @@ async def filter_top_k(state: PipelineState, runtime: Runtime[RunContext]) -> di
     client = services.chat(request.chat_model)
     budget = context_budget(services.settings, local=client.is_local)
     if budget and kept:
-        kept = await fit_budget(kept, budget, client.count_tokens)
+        query = state.get("rewrite_query") or request.query
+        kept = await fit_budget(kept, budget, client.count_tokens, joins_facts=await asyncio.to_thread(joins_facts, query))
     return {"merge_results": kept}

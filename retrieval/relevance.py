@@ -104,6 +104,11 @@ def question_parts(query: str) -> list[set[str]]:
     return parts if len(parts) > 1 else []
 
 
+def joins_facts(query: str) -> bool:
+    """A question that names more than one passage holds, or asks several things."""
+    return len(set(tokenize(query)) - question_words()) > defaults.RELEVANCE_TERMS_PER_PASSAGE or bool(question_parts(query))
+
+
 def _coverage(terms: set[str], passages: Sequence[set[str]], size: int) -> list[float]:
     """Idf-weighted share of `terms` each passage holds (idf over the pool: the base's topic weighs little)."""
     frequency = Counter(term for found in passages for term in found & terms)

@@ -26,3 +26,30 @@ def test_the_local_model_gets_the_small_budget_and_remote_models_none(tmp_path):
     assert context_budget(settings, local=False) is None
     assert context_budget(Settings(data_dir=tmp_path, context_token_budget=0), local=True) is None
     assert context_budget(Settings(data_dir=tmp_path, context_token_budget=50), local=False) == 50
+
+
+def _words(n: int, word: str = "w") -> str:
+    return " ".join(f"{word}{i}" for i in range(n))
+
+
+async def test_a_passage_that_passed_the_full_relevance_bar_stretches_the_budget():
+    """Past the budget, only what the question needs: a passage whose own evidence reached the
+    gate's full bar (0.60), up to 2.4x the budget; one at half the bar is left out."""
+    first = hit("a", content=_words(8), metadata={"relevance": 0.9})
+    strong = hit("b", content=_words(8), metadata={"relevance": defaults.RELEVANCE_MIN_SCORE})
+    weak = hit("c", content=_words(4), metadata={"relevance": defaults.RELEVANCE_MIN_SCORE - 0.01})
+    assert [r.id for r in await fit_budget([first, strong, weak], 10, words)] == ["a", "b"]
+    assert [r.id for r in await fit_budget([first, weak, strong], 10, words)] == ["a", "b"]  # the weak one gives way
+    too_long = hit("d", content=_words(17), metadata={"relevance": 0.9})
+    assert [r.id for r in await fit_budget([first, too_long], 10, words)] == ["a"]  # 8 + 17 > 2.4 x 10
+
+
+async def test_a_question_joining_facts_gets_a_passage_of_another_document_past_the_budget():
+    first = hit("a", content=_words(8), knowledge_id="doc1")
+    same_doc = hit("b", content=_words(8), knowledge_id="doc1")
+    other_doc = hit("c", content=_words(8), knowledge_id="doc2")
+    third_doc = hit("d", content=_words(8), knowledge_id="doc3")
+    pool = [first, same_doc, other_doc, third_doc]
+    assert [r.id for r in await fit_budget(pool, 10, words)] == ["a"]
+    assert [r.id for r in await fit_budget(pool, 10, words, joins_facts=True)] == ["a", "c", "d"]  # 24 <= 24
+    assert defaults.CONTEXT_BUDGET_STRETCH == 2.4

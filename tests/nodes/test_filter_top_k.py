@@ -30,3 +30,17 @@ async def test_node_cuts_the_results_to_the_answering_models_context_budget(scri
     monkeypatch.setenv("RAGLINE_CONTEXT_TOKEN_BUDGET", "0")
     get_settings.cache_clear()
     assert len((await filter_top_k(state, node_runtime()))["merge_results"]) == 3
+
+
+async def test_a_question_joining_facts_stretches_the_budget_to_another_documents_passage(scripted_model, monkeypatch):
+    from ragline.settings import get_settings
+
+    monkeypatch.setenv("RAGLINE_CONTEXT_TOKEN_BUDGET", "12")
+    get_settings.cache_clear()
+    passages = [hit(f"r{i}", content="the outdoor sensor runs on two lithium cells", score=1 - i / 10, knowledge_id=f"d{i}") for i in range(3)]
+    joining = "Which waterfall is in the same country as the Bubye River, a Limpopo tributary that floods each summer?"
+    plain = {"request": PipelineRequest(query="How long does the sensor battery last?"), "merge_results": passages}
+    assert [r.id for r in (await filter_top_k(plain, node_runtime()))["merge_results"]] == ["r0"]
+    state = {"request": PipelineRequest(query="q"), "rewrite_query": joining, "merge_results": passages}
+    assert [r.id for r in (await filter_top_k(state, node_runtime()))["merge_results"]] == ["r0", "r1", "r2"]  # ~30 of 12 x 2.4 tokens
+    get_settings.cache_clear()

@@ -130,3 +130,11 @@ def test_a_question_asking_two_things_passes_on_a_passage_that_answers_one():
     assert whole == []
     kept = [r.id for r in relevant(question, [ZSTD, ULTRA, *OTHERS])]
     assert kept[:2] == ["zstd", "ultra"]
+
+
+def test_a_question_joins_facts_past_five_content_terms_or_with_several_parts():
+    from ragline.retrieval.relevance import joins_facts
+
+    assert joins_facts("Which waterfall is in the same country as the Bubye River, a Limpopo tributary that floods each summer?")
+    assert joins_facts("What is zstd's default compression level, and what maximum level does the ultra option allow?")
+    assert not joins_facts("How long does the outdoor sensor battery last?")
