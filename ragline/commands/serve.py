@@ -28,6 +28,39 @@ def _index_sample(services: Services, tenants: list[str]) -> None:
     asyncio.run(ensure_all())  # before uvicorn's loop starts; the stack keeps no loop-bound state
 
 
+WARM_UP_QUESTION = "How long does pairing the Aurora sensor take?"  # the README's question, on the sample
+
+
+def _warm_up(services: Services, sample_tenant: str | None) -> None:
+    """The local model's one-time work before the port opens, so ready means ready: assembling and
+    loading the GGUF, the embedder, and (with --sample) one real turn that fills the answer
+    prompt's fixed-prefix cache. A remote model needs none of it."""
+    import time
+
+    if not services.chat().is_local:
+        return
+    started = time.perf_counter()
+    print("ragline serve: loading the local model (one-time: the model, the embedder, the prompt cache) ...",
+          file=sys.stderr, flush=True)
+    asyncio.run(_first_turn(services, sample_tenant))
+    print(f"ragline serve: local model ready in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+
+
+async def _first_turn(services: Services, sample_tenant: str | None) -> None:
+    from ragline.checkpoints.savers import memory_saver
+    from ragline.generation.evaluation import ask, warm_up
+    from ragline.graph.graphs import build_graph
+    from ragline.graph.request import PipelineRequest, SummaryConfig
+    from ragline.ingestion.sample import SAMPLE_KB_NAME
+
+    await warm_up(services)
+    if sample_tenant is None:
+        return
+    kb = await asyncio.to_thread(services.retrieval.knowledge_bases.get_by_name, SAMPLE_KB_NAME, sample_tenant)
+    request = PipelineRequest(query=WARM_UP_QUESTION, knowledge_base_ids=(kb.id,), summary=SummaryConfig(max_tokens=1))
+    await ask(build_graph("ragline", checkpointer=memory_saver()), services, request, sample_tenant)
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -54,13 +87,17 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print("ragline serve: dev mode, no API keys: every request acts as tenant 'default'", file=sys.stderr)
     services = Services.from_settings(settings)  # the composition root of the service
+    tenants = sorted({who.tenant_id for who in keyring.by_digest.values()}) or ["default"]
     if args.sample:
-        tenants = sorted({who.tenant_id for who in keyring.by_digest.values()}) or ["default"]
         try:
             _index_sample(services, tenants)
         except (OSError, RuntimeError, ValueError) as exc:  # EmbeddingError and RetrievalError among them
             print(f"ragline serve: could not index the sample knowledge base: {exc}", file=sys.stderr)
             return 2
+    try:
+        _warm_up(services, tenants[0] if args.sample else None)
+    except Exception as exc:  # the model's own error comes again, in words, with the first question
+        print(f"ragline serve: the local model did not warm up: {exc}", file=sys.stderr)
     from ragline.service.logs import configure
 
     configure(args.log_level, json_lines=args.log_format == "json")
