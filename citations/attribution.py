@@ -46,6 +46,7 @@ from ragline import defaults
 from ragline.citations.sentences import PUBLIC_TAG, sentence_ends
 from ragline.citations.sources import SourceChunk
 from ragline.citations.support import LIST_MARKER, contradicts
+from ragline.retrieval.relevance import question_words
 from ragline.retrieval.tokenizer import tokenize
 
 if TYPE_CHECKING:
@@ -89,8 +90,10 @@ def evidence_score(lexical: float, similarity: float) -> float:
 class Attributor:
     """Matches sentences to one answer's passages; passage vectors are computed once, on first need."""
 
-    def __init__(self, passages: Sequence[Passage], embedder: TextEmbedder, tag_for: Callable[[str], str]) -> None:
+    def __init__(self, passages: Sequence[Passage], embedder: TextEmbedder, tag_for: Callable[[str], str],
+                 question: str = "") -> None:
         self._passages = list(passages)
+        self._question = question
         self._tokens: list[frozenset[str]] | None = None
         self._embedder = embedder
         self._tag_for = tag_for
@@ -98,9 +101,11 @@ class Attributor:
         self._failed = False
 
     @classmethod
-    def for_answer(cls, registry: Registry, sources: Iterable[SourceChunk], embedder: TextEmbedder | None) -> Attributor | None:
+    def for_answer(cls, registry: Registry, sources: Iterable[SourceChunk], embedder: TextEmbedder | None,
+                   question: str = "") -> Attributor | None:
         """An attributor over the sources this answer registered as evidence; None when there is
-        nothing to attribute (no embedder, citations off, no such passage)."""
+        nothing to attribute (no embedder, citations off, no such passage). `question`: what a
+        short answer answers (a quote is a claim only together with its question)."""
         if embedder is None or not registry.citations_enabled:
             return None
         passages: dict[str, Passage] = {}
@@ -108,7 +113,7 @@ class Attributor:
             alias = registry.citable_alias(source)
             if alias and alias not in passages and source.content.strip():
                 passages[alias] = Passage(alias, source.content)
-        return cls(list(passages.values()), embedder, registry.attributed_tag) if passages else None
+        return cls(list(passages.values()), embedder, registry.attributed_tag, question) if passages else None
 
     def stream(self) -> AttributionStream:
         """A fresh stream for one answer channel."""
@@ -126,14 +131,10 @@ class Attributor:
             self._tokens = await asyncio.to_thread(lambda: [content_tokens(p.text) for p in self._passages])
         tokens = content_tokens(sentence)
         if len(tokens) < defaults.ATTRIBUTION_MIN_CONTENT_TOKENS:
-            return self._quoted_in(sentence) if tokens else []
-        lexical = [len(tokens & passage) / len(tokens) for passage in self._tokens]
-        if evidence_score(max(lexical), 1.0) < defaults.ATTRIBUTION_MIN_SCORE:
-            return []  # not even a perfect embedding match would lift it: spare the model call
-        similarities = await self._similarities(PUBLIC_TAG.sub(" ", sentence).strip())
-        if similarities is None:
+            return await self._quote_sources(sentence) if tokens else []
+        scores = await self._scores(sentence, tokens)
+        if scores is None:
             return []
-        scores = [evidence_score(lex, sim) for lex, sim in zip(lexical, similarities, strict=True)]
         ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         best = scores[ranked[0]]
         close = [i for i in ranked[: defaults.ATTRIBUTION_MAX_PASSAGES]
@@ -143,6 +144,30 @@ class Attributor:
         # Overlap is not support: a passage stating another number or the opposite is never cited
         return await asyncio.to_thread(lambda: [self._passages[i].alias for i in close
                                                 if not contradicts(sentence, self._passages[i].text, content_tokens)])
+
+    async def _scores(self, claim: str, tokens: frozenset[str]) -> list[float] | None:
+        """Evidence of `claim` in each passage; None when no passage can reach the bar (or the embedder failed)."""
+        assert self._tokens is not None
+        lexical = [len(tokens & passage) / len(tokens) for passage in self._tokens]
+        if evidence_score(max(lexical), 1.0) < defaults.ATTRIBUTION_MIN_SCORE:
+            return None  # not even a perfect embedding match would lift it: spare the model call
+        similarities = await self._similarities(PUBLIC_TAG.sub(" ", claim).strip())
+        if similarities is None:
+            return None
+        return [evidence_score(lex, sim) for lex, sim in zip(lexical, similarities, strict=True)]
+
+    async def _quote_sources(self, sentence: str) -> list[str]:
+        """The passages holding a short answer word for word, kept only where they also hold at
+        least ATTRIBUTION_QUOTE_QUESTION_SHARE of the question's content words: "Jefferson County"
+        stands in many passages, and a multi-hop distractor holds the wrong entity word for word;
+        a passage that speaks of what was asked is the one that supports it as the answer."""
+        quoted = self._quoted_in(sentence)
+        asked = content_tokens(self._question) - question_words() if self._question else frozenset()
+        if not quoted or not asked:
+            return quoted
+        assert self._tokens is not None
+        share = {p.alias: len(asked & tokens) / len(asked) for p, tokens in zip(self._passages, self._tokens, strict=True)}
+        return [alias for alias in quoted if share[alias] >= defaults.ATTRIBUTION_QUOTE_QUESTION_SHARE]
 
     def _quoted_in(self, sentence: str) -> list[str]:
         """Aliases of the passages that hold the short sentence word for word, in rank order."""

@@ -213,7 +213,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
         events.emit(context, events.references(turn, references_payload(sources)))
         registry = answer_registry(request, sources, compact_protocol=client.is_local)  # a 0.5B model reads the short rules better
         messages = cited_messages(registry, messages)
-        attributor = Attributor.for_answer(registry, sources, _embedder(context))
+        attributor = Attributor.for_answer(registry, sources, _embedder(context), state.get("rewrite_query") or request.query)
     try:
         if stream:
             response = await stream_answer(client, messages, chat_options(request, local=client.is_local), turn, context, registry=registry,

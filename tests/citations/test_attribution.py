@@ -260,3 +260,16 @@ def test_a_stream_that_fails_gives_back_its_held_text_unattributed(attributor, r
     stream = attributor.stream()
     shown = runner.run(stream.feed("Pairing takes up to three minutes."))
     assert shown + stream.abandon(" And") == "Pairing takes up to three minutes. And"
+
+
+async def test_a_short_answer_cites_its_passage_only_where_that_passage_speaks_of_the_question(registry, embedder):
+    """A quote is a claim only with its question: 'Ten working days.' is in the warranty passage, which
+    answers 'How long do repairs take?' but not 'How many days does pairing need?' (a multi-hop distractor
+    holds the wrong entity word for word in the same way)."""
+    def attributor_for(question: str) -> Attributor:
+        found = Attributor.for_answer(registry, GIVEN, embedder, question)
+        assert found is not None
+        return found
+
+    assert await attributor_for("How long do repairs take?").attribute_text("Ten working days.") == "Ten working days." + WARRANTY_TAG
+    assert await attributor_for("How many days does pairing need?").attribute_text("Ten working days.") == "Ten working days."
