@@ -66,7 +66,7 @@ _ENGLISH_QUESTION_WORDS = ("what which who whom whose when where why how long ma
                            "summarize summarise summary overview explain describe tell give list show me about "
                            "everything anything something all more detail details please "
                            "guide manual document documents text passage")
-_CHINESE_QUESTION_WORDS = "什么 哪 哪个 哪些 哪里 谁 何时 为什么 为何 怎么 怎样 如何 多少 多久 多长 几 是否 总结 概括 介绍 文档 说明"
+_CHINESE_QUESTION_WORDS = "什么 哪 哪个 哪些 哪里 谁 何时 为什么 为何 怎么 怎样 如何 多少 多久 多长 多长时间 长时间 几 是否 总结 概括 介绍 文档 说明"
 
 
 @cache

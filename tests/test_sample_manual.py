@@ -105,7 +105,6 @@ KNOWN_WRONG = {
     "table-humidity": "the gate refuses: 'accurate' and the table's 'accuracy' stem apart, 'reading' is not in the table",
     "table-wind": "the specs table does not reach the context; the model invents '100 km/h'",
     "batteries-covered": "the 1.5B model reads 'Batteries ... are not covered' and answers 'Yes, batteries are covered'",
-    "zh-warranty": "the gate refuses: jieba cuts the question's 保修期 whole, the passage has 保修",
     "zh-batteries": "the model reads 电池…不在保修范围内 and answers 电池在保修范围内",
     "not-in-manual": "the gate passes on 'Aurora weather station' and the model invents a price (shown without a source)",
 }

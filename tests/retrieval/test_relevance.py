@@ -138,3 +138,10 @@ def test_a_question_joins_facts_past_five_content_terms_or_with_several_parts():
     assert joins_facts("Which waterfall is in the same country as the Bubye River, a Limpopo tributary that floods each summer?")
     assert joins_facts("What is zstd's default compression level, and what maximum level does the ultra option allow?")
     assert not joins_facts("How long does the outdoor sensor battery last?")
+
+
+def test_a_chinese_how_long_phrase_is_a_question_word_not_a_term_passages_must_hold():
+    """保修期是多长时间？: jieba gives 多长时间, 长时间, 时间 beside 保修期; a passage says 两年保修, not how long."""
+    warranty = passage("zh-warranty", "控制台和室外传感器享有两年保修。电池和雷击损坏不在保修范围内。", 0.94)
+    others = [passage(f"zh{i}", text, 0.80) for i, text in enumerate(("先装入电池，再接通显示屏电源。", "室外传感器应安装在离地面至少一点五米的地方。", "按住 SENSOR 键三秒钟完成配对。"))]
+    assert [r.id for r in relevant("保修期是多长时间？", [warranty, *others])] == ["zh-warranty"]
