@@ -27,6 +27,9 @@ _NEGATION = re.compile(
     # Chinese: 不 except where it starts a word that negates nothing (不同 "different", 不断 ...)
     r"|不(?![同断久少仅但管论过错])|没|未(?!来)|无法|并非|禁止"
 )
+LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_CLAUSE_END = re.compile(r"[;；,，:：]\s*|\s+but\s+|但是|但")
+_MIN_CLAUSE_TOKENS = 2  # "but the console is": too little to find its sentence by
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n\s*\n|\n(?=\s*(?:[-*+]|\d{1,3}[.)])\s)")
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD_NUMBERS = {
@@ -84,11 +87,6 @@ def numbers(text: str) -> frozenset[float]:
 
 def is_negated(text: str) -> bool:
     return bool(_NEGATION.search(PUBLIC_TAG.sub(" ", text)))
-
-
-LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
-_CLAUSE_END = re.compile(r"[;；,，:：]\s*|\s+but\s+|但是|但")
-_MIN_CLAUSE_TOKENS = 2  # "but the console is": too little to find its sentence by
 
 
 def closest_sentence(clause_tokens: frozenset[str], passage: str, tokens: Tokens) -> str | None:

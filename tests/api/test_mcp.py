@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.api.jobs import ingested
+from tests.api.jobs import knowledge_base_over_rest
 from tests.api.live import ThreadServer, memory_settings, serve_embedded
 from tests.scripted_model import Reply
 
@@ -39,20 +39,9 @@ def server(tmp_path_factory, scripted_server) -> Iterator[ThreadServer]:
 @pytest.fixture(scope="module")
 def kettle(server) -> dict[str, Any]:
     """acme's knowledge base "kettle": two short documents and a long one, added over the REST API."""
-    import asyncio
-
-    async def build() -> dict[str, Any]:
-        async with httpx.AsyncClient(base_url=server.url, timeout=120, headers={"X-API-Key": "key-a"}) as acme:
-            created = await acme.post(f"{V1}/knowledge-bases", json={"name": "kettle", "description": "kettle manual"})
-            assert created.status_code == 201, created.text
-            kb = created.json()["id"]
-            add = f"{V1}/knowledge-bases/{kb}/documents/text"
-            warranty = await ingested(acme, await acme.post(add, json={"text": WARRANTY, "title": "Warranty"}))
-            await ingested(acme, await acme.post(add, json={"text": DESCALING, "title": "Descaling"}))
-            manual = await ingested(acme, await acme.post(add, json={"text": MANUAL, "title": "Parts"}))
-            return {"kb": kb, "warranty": warranty["id"], "manual": manual["id"]}
-
-    return asyncio.run(build())
+    kb, ids = knowledge_base_over_rest(server.url, "key-a", "kettle", {"Warranty": WARRANTY, "Descaling": DESCALING, "Parts": MANUAL},
+                                       description="kettle manual")
+    return {"kb": kb, "warranty": ids["Warranty"], "manual": ids["Parts"]}
 
 
 @asynccontextmanager

@@ -16,7 +16,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from tests.api.jobs import ingested
+from tests.api.jobs import knowledge_base_over_rest
 from tests.api.live import ThreadServer, memory_settings, serve_embedded
 from tests.scripted_model import Reply, last_user_text, system_text
 
@@ -38,18 +38,9 @@ def server(tmp_path_factory, scripted_server) -> Iterator[ThreadServer]:
 @pytest.fixture(scope="module")
 def kettle(server) -> dict[str, str]:
     """acme's knowledge base "cascadia kettle", made over the REST API."""
-
-    async def build() -> dict[str, str]:
-        async with httpx.AsyncClient(base_url=server.url, timeout=120, headers={"X-API-Key": "key-a"}) as acme:
-            created = await acme.post(f"{V1}/knowledge-bases", json={"name": "cascadia kettle", "description": "kettle manual"})
-            assert created.status_code == 201, created.text
-            kb = created.json()["id"]
-            add = f"{V1}/knowledge-bases/{kb}/documents/text"
-            warranty = await ingested(acme, await acme.post(add, json={"text": WARRANTY, "title": "Warranty"}))
-            await ingested(acme, await acme.post(add, json={"text": DESCALING, "title": "Descaling"}))
-            return {"kb": kb, "warranty": warranty["id"]}
-
-    return asyncio.run(build())
+    kb, ids = knowledge_base_over_rest(server.url, "key-a", "cascadia kettle", {"Warranty": WARRANTY, "Descaling": DESCALING},
+                                       description="kettle manual")
+    return {"kb": kb, "warranty": ids["Warranty"]}
 
 
 @pytest.fixture
