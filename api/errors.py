@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ragline import plain_errors
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval import errors as retrieval_errors
 from ragline.service.access import (
@@ -64,12 +65,7 @@ class UnsupportedMediaType(ApiError):
 
 
 def validation_message(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error.get("loc", ()) if p != "__root__")
-        message = error.get("msg", "invalid value").removeprefix("Value error, ")
-        parts.append(f"{where}: {message}" if where else message)
-    return "; ".join(parts)
+    return plain_errors.validation_message(exc)
 
 
 _SERVICE_STATUS: list[tuple[type[Exception], int, str]] = [

@@ -25,6 +25,26 @@ SHOWN = (
     "wrong_with_source", "citations_model", "citations_attributed", "fallback_rate", "error_rate", "abstention_rate",
     "abstention_contains_gold", "first_token_p50_s", "first_token_p95_s", "complete_p50_s", "complete_p95_s",
 )
+MEANINGS = {  # one line each, printed beside the value: a number nobody can read helps nobody
+    "exact_match": "share of answers equal to a gold answer after normalising (full sentences score 0: try --short-answers)",
+    "f1": "word overlap with the best gold answer (0-1), partial credit for longer answers",
+    "contains_gold": "share of answers that contain a gold answer anywhere",
+    "gold_retrieved": "share of questions whose gold paragraph reached the model's context",
+    "support_recall": "multi-hop: share of all gold paragraphs of a question that reached the context",
+    "citation_precision": "share of cited passages that contain a gold answer",
+    "citation_coverage": "share of (non-fallback) answers that cite at least one source",
+    "wrong_with_source": "share of answers without the gold that still show a source: the worst outcome",
+    "citations_model": "citations the model wrote itself",
+    "citations_attributed": "citations Ragline matched to sentences the model left uncited",
+    "fallback_rate": 'share of questions answered "not found" (the fallback)',
+    "error_rate": "share of questions whose turn failed",
+    "abstention_rate": "--abstention: share answered \"not found\" once the gold paragraph was removed (higher is better)",
+    "abstention_contains_gold": "--abstention: share still containing the gold without its paragraph (the model's memory)",
+    "first_token_p50_s": "median seconds to the first answer token",
+    "first_token_p95_s": "95th percentile seconds to the first answer token",
+    "complete_p50_s": "median seconds to the complete answer",
+    "complete_p95_s": "95th percentile seconds to the complete answer",
+}
 SETTINGS_COMPARED = ("dataset", "corpus_sha256", "model", "questions", "seed", "prompt_mode", "chunk_size")
 
 
@@ -114,8 +134,8 @@ def _value(value: Any) -> str:
 
 
 def metric_table(metrics: dict[str, Any]) -> str:
-    lines = [f"{'metric':<26}{'value':>10}"]
-    lines += [f"{name:<26}{_value(metrics.get(name)):>10}" for name in SHOWN]
+    lines = [f"{'metric':<26}{'value':>10}  what it measures"]
+    lines += [f"{name:<26}{_value(metrics.get(name)):>10}  {MEANINGS[name]}" for name in SHOWN]
     return "\n".join(lines)
 
 

@@ -250,6 +250,21 @@ class IngestionService:
             raise IngestionError(f"embedding failed, nothing was stored: {exc}") from exc
         knowledge_of = {chunk.id: doc.knowledge.id for doc in docs for chunk in doc.chunks}
         rows = [VectorRow(vid, cid, knowledge_of[cid], vec) for (vid, cid, _), vec in zip(rows_in, vectors)]
+        store = asyncio.ensure_future(self._store(kb, docs, rows, image_rows, before_commit))
+        try:
+            await asyncio.shield(store)
+        except asyncio.CancelledError:
+            # Storing takes moments: a cancelled ingestion (Ctrl-C, a cancelled job) lets it finish
+            # or roll itself back, so it never leaves half a document or orphaned rows behind.
+            await store
+            raise
+        await self._changed(kb, [doc.knowledge for doc in docs])
+        await self._extract_graph(kb, docs)
+
+    async def _store(self, kb: KnowledgeBase, docs: list[PreparedDocument], rows: list[VectorRow],
+                     image_rows: list[VectorRow], before_commit: BeforeCommit | None) -> None:
+        """New rows under fresh ids, one catalog commit, then the old rows go; a failure before the
+        commit removes the new rows again."""
         engines = self.stack.stores[kb.vector_store]
         old_ids = self.catalog.chunk_ids_of(doc.knowledge.id for doc in docs)
         new_chunks = [c for doc in docs for c in doc.chunks if c.indexed]
@@ -268,8 +283,6 @@ class IngestionService:
             raise IngestionError(f"storing failed, nothing was kept: {exc}") from exc
         await self._forget(kb, old_ids)
         await self._keep_images(kb, [c for doc in docs for c in doc.chunks])
-        await self._changed(kb, [doc.knowledge for doc in docs])
-        await self._extract_graph(kb, docs)
 
     async def _changed(self, kb: KnowledgeBase, documents: list[Knowledge]) -> None:
         """Tell the listener; its failure is logged, the documents stay stored."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -113,6 +114,18 @@ class Services:
         """The catalog, vector and keyword stores, embedders and hybrid searcher: files under data_dir, or
         Redis when redis_url is set (shared mode, see retrieval/stack.py)."""
         return self._once("retrieval", lambda: self._with_kb_hooks(self._with_image_recall(self.retrieval_factory() if self.retrieval_factory else self._open_retrieval())))
+
+    def find_knowledge_base(self, name_or_id: str, tenant_id: str = "default") -> KnowledgeBase:
+        """A knowledge base the tenant can read, by name or id. In embedded mode it reads the catalog
+        file alone, without opening the stores and models (seconds), so a command given a wrong name
+        says so at once."""
+        if self.is_open("retrieval") or self.retrieval_factory is not None or self.settings.redis_url:
+            return self.retrieval.knowledge_bases.resolve(name_or_id, tenant_id)
+        from ragline.retrieval.catalog import SqliteCatalog
+        from ragline.retrieval.knowledge_base import KnowledgeBaseService
+
+        catalog = self._once("catalog_file", lambda: SqliteCatalog(self.settings.data_dir / "catalog.sqlite"))
+        return KnowledgeBaseService(catalog, {}, embedding_model="").resolve(name_or_id, tenant_id)
 
     def _with_kb_hooks(self, stack: RetrievalStack) -> RetrievalStack:
         stack.knowledge_bases.on_delete.append(lambda kb_id: self.wiki.forget(kb_id))  # a deleted base's wiki status goes too
@@ -301,9 +314,8 @@ class Services:
     async def aclose(self) -> None:
         """Close what was opened (the memory store's file, the graph store's and shared Redis' connections, the
         chat models' connection pools); stop wiki rebuilds."""
-        from ragline.models.openai_stream import close_sessions
-
-        await close_sessions()
+        if "ragline.models.openai_stream" in sys.modules:  # a command that called no model imports none to close
+            await sys.modules["ragline.models.openai_stream"].close_sessions()
         wiki = self._lazies.get("wiki")
         if wiki is not None and wiki.opened is not None:
             await wiki.opened.aclose()

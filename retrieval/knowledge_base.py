@@ -10,6 +10,7 @@ import asyncio
 import builtins
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.errors import (
@@ -18,7 +19,6 @@ from ragline.retrieval.errors import (
     KnowledgeBaseNotFoundError,
     RetrievalError,
 )
-from ragline.retrieval.hybrid import StoreEngines
 from ragline.retrieval.types import (
     ChunkingConfig,
     FAQIndexMode,
@@ -26,6 +26,8 @@ from ragline.retrieval.types import (
     KnowledgeBaseType,
 )
 
+if TYPE_CHECKING:
+    from ragline.retrieval.hybrid import StoreEngines  # the engines import Chroma: a name lookup needs neither
 
 class KnowledgeBaseService:
     def __init__(self, catalog: Catalog, stores: dict[str, StoreEngines], embedding_model: str,

@@ -42,6 +42,13 @@ def average_precision(ranked: Sequence[str], grades: dict[str, int]) -> float:
 
 
 METRICS = ("nDCG@10", "Recall@10", "Recall@100", "MRR@10", "MAP")
+MEANINGS = {  # one line each, printed under the table
+    "nDCG@10": "ranking quality of the top 10: judged documents near the top score more (0-1)",
+    "Recall@10": "share of the judged documents found in the top 10",
+    "Recall@100": "share of the judged documents found in the top 100",
+    "MRR@10": "1/rank of the first judged document in the top 10, averaged (1 = always first)",
+    "MAP": "mean average precision over the whole ranking",
+}
 
 
 def score_run(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ragline import plain_errors
 from ragline.checkpoints.streams import StreamManager
 from ragline.citations.plain import PlainText
 from ragline.graph.events import ResponseType
@@ -121,7 +122,7 @@ def pipeline_request(body: ChatCompletionRequest, question: Question, kb_id: str
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error.get("loc", ()))
         param = {"query": "messages", "images": "messages"}.get(where.split(".")[0], f"ragline.request.{where}" if where else None)
-        raise BadRequest(error.get("msg", "invalid value").removeprefix("Value error, "), param=param) from None
+        raise BadRequest(plain_errors.describe(error), param=param) from None
 
 
 # --- the answer ---

@@ -56,7 +56,7 @@ def test_an_unknown_knowledge_base_name_is_a_one_line_error():
 def test_citations_print_as_footnotes_with_their_sources():
     import io
 
-    from ragline.cli import TerminalPrinter
+    from ragline.commands.terminal import TerminalPrinter
     from ragline.graph import events
     from ragline.graph.state import TurnIds
 
@@ -71,7 +71,7 @@ def test_citations_print_as_footnotes_with_their_sources():
 def test_an_answer_over_a_knowledge_base_carries_no_unsearched_note():
     import io
 
-    from ragline.cli import UNSEARCHED_NOTE, TerminalPrinter
+    from ragline.commands.terminal import UNSEARCHED_NOTE, TerminalPrinter
     from ragline.graph import events
     from ragline.graph.state import TurnIds
 
@@ -87,7 +87,7 @@ def test_an_answer_over_a_knowledge_base_carries_no_unsearched_note():
 def test_a_matched_source_prints_as_a_marked_footnote_and_is_listed_as_matched():
     import io
 
-    from ragline.cli import TerminalPrinter
+    from ragline.commands.terminal import TerminalPrinter
     from ragline.graph import events
     from ragline.graph.state import TurnIds
 

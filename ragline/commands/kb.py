@@ -1,6 +1,8 @@
 """`ragline kb|doc|ingest|search|eval`: knowledge bases and their documents from the command line.
 
-Every command returns an exit code; bad input prints one line on stderr, never a traceback.
+Every command returns an exit code; bad input prints one line on stderr, never a traceback. What
+the user named (knowledge bases, files) is checked before the stores and models open, so a typo is
+reported in well under a second.
 """
 
 from __future__ import annotations
@@ -9,15 +11,15 @@ import argparse
 import asyncio
 import functools
 import json
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ragline import defaults
 from ragline.commands.answer_eval import DEFAULT_TOLERANCE
-from ragline.models.embeddings import EmbeddingError
+from ragline.commands.ingest import ingest_paths
+from ragline.commands.progress import ProgressBar
+from ragline.commands.running import FAILED, INTERRUPTED, describe_failure, run, say_error
 from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.types import (
     ChunkingConfig,
@@ -30,55 +32,37 @@ from ragline.services import Services
 Handler = Callable[[argparse.Namespace], int]
 
 
-class ProgressBar:
-    """A one-line progress bar on stderr, redrawn at most ten times a second."""
+def _known_failures() -> tuple[type[Exception], ...]:
+    from ragline.models.embeddings import EmbeddingError  # imported when a command failed, not on start-up
 
-    def __init__(self, label: str, stream: Any = None) -> None:
-        self.label, self.stream = label, stream or sys.stderr
-        self._last = 0.0
-        self._shown = False
-
-    def update(self, done: int, total: int, label: str | None = None) -> None:
-        now = time.monotonic()
-        if done < total and now - self._last < 0.1:
-            return
-        self._last = now
-        width = 30
-        filled = int(width * done / total) if total else width
-        text = f"\r{label or self.label:<18} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
-        self.stream.write(text)
-        self.stream.flush()
-        self._shown = True
-
-    def close(self) -> None:
-        if self._shown:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._shown = False
+    return RetrievalError, EmbeddingError, OSError, ValueError
 
 
 def _guarded(func: Callable[[argparse.Namespace, Services], Any]) -> Handler:
-    """The command with the process's services (built once, closed after); known failures become
-    `error: ...` on stderr and exit code 1; async handlers are run here."""
+    """The command with the process's services (built once, closed after) in one event loop; known
+    failures become one `ragline: error: ...` line and exit code 1."""
 
     @functools.wraps(func)
-    def run(args: argparse.Namespace) -> int:
-        services = Services.from_settings()
-        try:
-            result = func(args, services)
-            if asyncio.iscoroutine(result):
-                result = asyncio.run(result)
-            return int(result or 0)
-        except (RetrievalError, EmbeddingError, OSError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print("error: interrupted", file=sys.stderr)
-            return 130
-        finally:
-            asyncio.run(services.aclose())
+    def command(args: argparse.Namespace) -> int:
+        async def main() -> int:
+            services = Services.from_settings()
+            try:
+                result = func(args, services)
+                if asyncio.iscoroutine(result):
+                    result = await result
+                return int(result or 0)
+            finally:
+                await services.aclose()
 
-    return run
+        try:
+            return run(main())
+        except _known_failures() as exc:
+            say_error(describe_failure(exc))
+            return FAILED
+        except KeyboardInterrupt:
+            return INTERRUPTED
+
+    return command
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -86,10 +70,10 @@ def _snippet(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def kb_create(args: argparse.Namespace, services: Services) -> int:
+async def kb_create(args: argparse.Namespace, services: Services) -> int:
     if args.graph and (reason := services.graph_store.unavailable_reason):  # refused before the base exists
-        print(f"error: {reason}", file=sys.stderr)
-        return 1
+        say_error(reason)
+        return FAILED
     stack = services.retrieval
     chunking = ChunkingConfig(chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, parent_child=args.parent_child)
     kb = stack.knowledge_bases.create(
@@ -98,7 +82,7 @@ def kb_create(args: argparse.Namespace, services: Services) -> int:
         faq_index_mode=FAQIndexMode(args.faq_index_mode), wiki_enabled=args.wiki,
     )
     if args.graph:
-        asyncio.run(services.graph_store.set_extraction_enabled(kb.id, True))
+        await services.graph_store.set_extraction_enabled(kb.id, True)
     print(f"created {kb.type.value} knowledge base {kb.name} ({kb.id}), embeddings: {kb.embedding_model}"
           + (", entity graph extraction on" if args.graph else "") + (", wiki pages on" if args.wiki else ""))
     return 0
@@ -119,8 +103,8 @@ def kb_list(args: argparse.Namespace, services: Services) -> int:
 
 
 async def kb_delete(args: argparse.Namespace, services: Services) -> int:
+    kb = services.find_knowledge_base(args.name, args.tenant)  # a wrong name fails before the stores open
     stack = services.retrieval
-    kb = stack.knowledge_bases.resolve(args.name, args.tenant)
     await stack.knowledge_bases.delete(kb.id, args.tenant)
     await services.graph_store.delete_knowledge_base(kb.id)
     print(f"deleted knowledge base {kb.name}")
@@ -128,8 +112,8 @@ async def kb_delete(args: argparse.Namespace, services: Services) -> int:
 
 
 async def kb_update(args: argparse.Namespace, services: Services) -> int:
+    kb = services.find_knowledge_base(args.name, args.tenant)  # a wrong name fails before the stores open
     stack = services.retrieval
-    kb = stack.knowledge_bases.resolve(args.name, args.tenant)
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
     if args.rename is None and args.description is None and tags is None and args.shared is None and args.wiki is None:
         raise RetrievalError("nothing to update: give --rename, --description, --tags, --shared/--private or --wiki/--no-wiki")
@@ -153,22 +137,22 @@ async def _settle_wiki(services: Services, kb_id: str, *, rebuild: bool = True) 
         status = services.wiki.status(kb_id)
     print(f"wiki: {status.pages} page(s); written {len(status.written)}, unchanged {status.unchanged}, removed {status.removed}")
     for title, error in status.failed.items():
-        print(f"error: wiki page {title!r} was not written: {error}", file=sys.stderr)
+        say_error(f"wiki page {title!r} was not written: {error}")
     if status.error:
-        print(f"error: the wiki was not rebuilt: {status.error}", file=sys.stderr)
+        say_error(f"the wiki was not rebuilt: {status.error}")
     return 1 if status.failed or status.error else 0
 
 
 async def kb_wiki(args: argparse.Namespace, services: Services) -> int:
-    kb = services.retrieval.knowledge_bases.resolve(args.name, args.tenant)
+    kb = services.find_knowledge_base(args.name, args.tenant)
     if not kb.wiki_enabled:
         print(f"the wiki of {kb.name} is off (turn it on with `ragline kb update {kb.name} --wiki`); its pages are removed")
     return await _settle_wiki(services, kb.id)
 
 
 def doc_list(args: argparse.Namespace, services: Services) -> int:
+    kb = services.find_knowledge_base(args.kb, args.tenant)  # a wrong name fails before the stores open
     stack = services.retrieval
-    kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
     docs = stack.catalog.list_knowledge(kb.id)
     if not docs:
         print(f"no documents in {kb.name}")
@@ -199,8 +183,8 @@ def resolve_document(docs: list[Any], ref: str) -> Any:
 
 async def doc_delete(args: argparse.Namespace, services: Services) -> int:
 
+    kb = services.find_knowledge_base(args.kb, args.tenant)  # a wrong name fails before the stores open
     stack = services.retrieval
-    kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
     docs = stack.catalog.list_knowledge(kb.id)
     targets = [resolve_document(docs, ref) for ref in args.documents]  # all resolved before any is deleted
     service = services.ingestion
@@ -210,50 +194,17 @@ async def doc_delete(args: argparse.Namespace, services: Services) -> int:
     return await _settle_wiki(services, kb.id, rebuild=False) if kb.wiki_enabled else 0
 
 
-def _collect(paths: list[str]) -> list[Path]:
-    from ragline.ingestion.parsers import SUPPORTED
-
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower().lstrip(".") in SUPPORTED))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise RetrievalError(f"{raw} does not exist")
-    if not files:
-        raise RetrievalError("no supported files found (" + ", ".join(SUPPORTED) + ")")
-    return files
-
-
 async def ingest(args: argparse.Namespace, services: Services) -> int:
-    from ragline.ingestion.faq_import import import_faq_file
-
-    stack = services.retrieval
-    kb = stack.knowledge_bases.resolve(args.kb, args.tenant)
-    files = _collect(args.paths)
-    service = services.ingestion
-    bar = ProgressBar("embedding")
-    try:
-        if kb.type == KnowledgeBaseType.FAQ:
-            for path in files:
-                report = await import_faq_file(service, kb.id, path, args.tenant, dry_run=args.dry_run,
-                                               progress=bar.update)
-                bar.close()
-                print(report.summary(path.name))
-            return 0
-        knowledge = await service.ingest_files(kb.id, files, args.tenant, progress=bar.update)
-    finally:
-        bar.close()
-    chunks = sum(k.chunk_count for k in knowledge)
-    print(f"ingested {len(knowledge)} document(s), {chunks} chunk(s) into {kb.name}")
-    return await _settle_wiki(services, kb.id, rebuild=False) if kb.wiki_enabled else 0
+    code = await ingest_paths(args, services)
+    kb = services.find_knowledge_base(args.kb, args.tenant)
+    if kb.wiki_enabled and not args.dry_run:
+        code = max(code, await _settle_wiki(services, kb.id, rebuild=False))
+    return code
 
 
 async def search(args: argparse.Namespace, services: Services) -> int:
+    kb_ids = [services.find_knowledge_base(name, args.tenant).id for name in args.kb]
     stack = services.retrieval
-    kb_ids = [stack.knowledge_bases.resolve(name, args.tenant).id for name in args.kb]
     params = SearchParams(query=args.query, knowledge_base_ids=kb_ids, tenant_id=args.tenant, match_count=args.top_k,
                           disable_vector=args.mode == "keyword", disable_keyword=args.mode == "vector",
                           disable_recall_thresholds=args.no_thresholds)
@@ -268,11 +219,13 @@ async def search(args: argparse.Namespace, services: Services) -> int:
 
 
 def metric_table(metrics: dict[str, dict[str, float]]) -> str:
-    from ragline.retrieval.metrics import METRICS
+    from ragline.retrieval.metrics import MEANINGS, METRICS
 
     lines = [f"{'retriever':<10}" + "".join(f"{m:>12}" for m in METRICS)]
     for mode, values in metrics.items():
         lines.append(f"{mode:<10}" + "".join(f"{values[m]:>12.4f}" for m in METRICS))
+    lines.append("")
+    lines += [f"{m:<11} {MEANINGS[m]}" for m in METRICS]
     return "\n".join(lines)
 
 

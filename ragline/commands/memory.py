@@ -7,21 +7,26 @@ through the same services container every host builds, so what is added here is 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
-from ragline.memory.service import Caller, MemoryService
-from ragline.memory.store import MemoryStoreError
-from ragline.services import Services
+from ragline.commands.running import FAILED, run, say_error
+
+if TYPE_CHECKING:  # the memory service imports LangGraph's store: loaded when a command runs
+    from ragline.memory.service import Caller, MemoryService
 
 
 def _service(with_embedder: bool = False) -> MemoryService:
+    from ragline.memory.service import MemoryService
+    from ragline.services import Services
+
     services = Services.from_settings()
     return MemoryService(services.memory_store, services.embedder if with_embedder else None)
 
 
 def _caller(args: argparse.Namespace) -> Caller:
+    from ragline.memory.service import Caller
+
     return Caller(args.tenant, args.user)
 
 
@@ -45,20 +50,22 @@ async def memory_search(args: argparse.Namespace) -> int:
 
 async def memory_delete(args: argparse.Namespace) -> int:
     if not await _service().delete(_caller(args), args.id):
-        print(f"error: no memory {args.id}", file=sys.stderr)
-        return 1
+        say_error(f"no memory {args.id} (see `ragline memory list`)")
+        return FAILED
     return 0
 
 
-def _run(handler: Callable[[argparse.Namespace], Awaitable[int]]) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return asyncio.run(handler(args))
-        except (MemoryStoreError, ValueError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+def _run(handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[[argparse.Namespace], int]:
+    def command(args: argparse.Namespace) -> int:
+        from ragline.memory.store import MemoryStoreError
 
-    return run
+        try:
+            return run(handler(args))
+        except (MemoryStoreError, ValueError, OSError) as exc:
+            say_error(str(exc))
+            return FAILED
+
+    return command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,6 +13,8 @@ import argparse
 import asyncio
 import sys
 
+from ragline.commands import running
+from ragline.commands.running import say_error
 from ragline.services import Services
 
 
@@ -25,7 +27,7 @@ def _index_sample(services: Services, tenants: list[str]) -> None:
             await ensure_sample_kb(services.retrieval, tenant_id=tenant)
 
     print("ragline serve: indexing the sample knowledge base ...", file=sys.stderr, flush=True)
-    asyncio.run(ensure_all())  # before uvicorn's loop starts; the stack keeps no loop-bound state
+    running.run(ensure_all())  # before uvicorn's loop starts; the stack keeps no loop-bound state
 
 
 WARM_UP_QUESTION = "How long does pairing the Aurora sensor take?"  # the README's question, on the sample
@@ -42,7 +44,7 @@ def _warm_up(services: Services, sample_tenant: str | None) -> None:
     started = time.perf_counter()
     print("ragline serve: loading the local model (one-time: the model, the embedder, the prompt cache) ...",
           file=sys.stderr, flush=True)
-    asyncio.run(_first_turn(services, sample_tenant))
+    running.run(_first_turn(services, sample_tenant))  # Ctrl-C here ends at once, not after the model call
     print(f"ragline serve: local model ready in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
 
 
@@ -75,15 +77,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         keyring = KeyRing.from_settings(settings)
     except (OSError, ValueError) as exc:
-        print(f"ragline serve: bad API key settings: {exc}", file=sys.stderr)
+        say_error(f"bad API key settings: {exc}")
         return 2
     if keyring.dev_mode:
         if not is_loopback_host(host) and not args.insecure_dev:
-            print(
-                f"ragline serve: no API keys configured (RAGLINE_API_KEYS / RAGLINE_API_KEYS_FILE); refusing to listen "
-                f"on {host} without them. Configure keys, bind 127.0.0.1, or pass --insecure-dev.",
-                file=sys.stderr,
-            )
+            say_error(f"no API keys configured (RAGLINE_API_KEYS / RAGLINE_API_KEYS_FILE); refusing to listen "
+                      f"on {host} without them. Configure keys, bind 127.0.0.1, or pass --insecure-dev.")
             return 2
         print("ragline serve: dev mode, no API keys: every request acts as tenant 'default'", file=sys.stderr)
     services = Services.from_settings(settings)  # the composition root of the service

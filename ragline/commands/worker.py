@@ -13,6 +13,7 @@ import asyncio
 import os
 import sys
 
+from ragline.commands.running import say_error
 from ragline.settings import Settings
 
 
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     if not settings.redis_url:
-        print("ragline worker: RAGLINE_REDIS_URL is not set; without Redis, `ragline serve` runs ingestion jobs itself", file=sys.stderr)
+        say_error("RAGLINE_REDIS_URL is not set; without Redis, `ragline serve` runs ingestion jobs itself")
         return 2
     if args.concurrency:
         settings = settings.model_copy(update={"job_workers": args.concurrency})

@@ -118,6 +118,11 @@ def test_the_report_scores_what_the_model_said_and_the_passages_it_cited(run, st
     assert report["settings"]["prompt_mode"] == "default" and report["settings"]["seed"] == 7
     assert report["settings"]["model"] == "openai/scripted" and report["settings"]["questions"] == 4
     assert "exact_match" in out and "0.2500" in out
+    from ragline.generation.eval_report import MEANINGS, SHOWN
+
+    table = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in SHOWN}
+    assert set(table) == set(SHOWN) and all(table[name].endswith(MEANINGS[name]) for name in SHOWN)  # one line each
+    assert "try --short-answers" in table["exact_match"]
 
 
 def test_short_answers_send_the_short_prompt_and_say_so(run, scripted_model, tmp_path):

@@ -168,3 +168,27 @@ async def test_a_whitespace_only_document_is_refused(stack, ingestion):
     kb = stack.knowledge_bases.create("blank")
     with pytest.raises(IngestionError, match="holds no text"):
         await ingestion.ingest_text(kb.id, "  \n ", "blank")
+
+
+async def test_a_cancel_while_storing_lets_the_document_finish_whole(stack, ingestion, monkeypatch):
+    """Ctrl-C or a cancelled job mid-store: the store completes (or rolls back), never half a document."""
+    import asyncio
+
+    kb = stack.knowledge_bases.create("docs")
+    vector = stack.stores["default"].vector
+    real_upsert, storing = vector.upsert, asyncio.Event()
+
+    async def slow_upsert(space, rows):
+        storing.set()
+        await asyncio.sleep(0.3)  # the cancel arrives here, between the vector and the keyword writes
+        await real_upsert(space, rows)
+
+    monkeypatch.setattr(vector, "upsert", slow_upsert)
+    task = asyncio.create_task(ingestion.ingest_text(kb.id, "The pump runs on solar power.", "manual", "src:manual"))
+    await storing.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [stored] = stack.catalog.list_knowledge(kb.id)
+    ids = stack.catalog.chunk_ids_of([stored.id])
+    assert ids and vector_count(stack, kb) == len(ids) and keyword_ids(stack, kb, "solar") == ids

@@ -48,7 +48,7 @@ def test_kb_update_renames_and_replaces_description_tags_and_sharing(run, stack,
 def test_kb_update_without_changes_or_onto_a_taken_name_is_a_one_line_error(run, stack, manuals):
     stack.knowledge_bases.create("taken")
     code, _, err = run("kb", "update", "manuals")
-    assert code == 1 and err.startswith("error: nothing to update")
+    assert code == 1 and err.startswith("ragline: error: nothing to update")
     code, _, err = run("kb", "update", "manuals", "--rename", "taken")
     assert code == 1 and "already exists" in err and err.count("\n") == 1
 
@@ -76,3 +76,11 @@ def test_doc_delete_refuses_an_ambiguous_title_and_deletes_nothing(run, manuals,
     doc = next(d for d in stack.catalog.list_knowledge(manuals.id) if d.source == "/docs/pairing.md")
     assert run("doc", "delete", doc.id, "--kb", "manuals")[0] == 0
     assert run("doc", "delete", "nothing-like-this", "--kb", "manuals")[0] == 1
+
+
+def test_the_retrieval_metric_table_explains_each_metric_in_one_line():
+    from ragline.retrieval.metrics import METRICS
+
+    table = kb_cli.metric_table({"hybrid": dict.fromkeys(METRICS, 0.5)}).splitlines()
+    explained = {line.split()[0] for line in table[3:] if line.strip()}
+    assert table[1].startswith("hybrid") and explained == set(METRICS)

@@ -1,0 +1,77 @@
+"""What `ragline ask` and `ragline chat` print: thinking dimmed, answer plain, citations as [n]."""
+
+from __future__ import annotations
+
+import re
+from typing import TextIO
+
+from ragline.graph.events import ResponseType, StreamResponse
+
+DIM, RESET = "\033[2m", "\033[0m"
+UNSEARCHED_NOTE = "(no knowledge base was searched: this answer is the model's own, not from your documents; add --kb NAME or --sample)"
+_KB_TAG = re.compile(r"<(kb|web)\b([^>]*)/>")
+_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
+
+
+class TerminalPrinter:
+    """Renders events: thinking dimmed, answer plain, citations as [n] with their sources listed
+    after the answer, errors on stderr. A source Ragline matched to a sentence the model left
+    uncited (`attributed="true"`) prints as [n~], and is listed as matched unless the model cited
+    it elsewhere."""
+
+    def __init__(self, out: TextIO, err: TextIO, color: bool, *, searched: bool = True) -> None:
+        self.out, self.err, self.color = out, err, color
+        self.searched = searched  # False: no knowledge base was chosen, so the answer is the model's alone
+        self._in_thinking = False
+        self.failed = False
+        self.cited: dict[str, str] = {}  # chunk id or url -> label shown under the answer
+        self.model_cited: set[str] = set()  # ...of which the model itself cited these
+
+    def _footnote(self, match: re.Match[str]) -> str:
+        attributes = dict(_ATTRIBUTE.findall(match.group(2)))
+        key = attributes.get("chunk_id") or attributes.get("url") or match.group(0)
+        if key not in self.cited:
+            self.cited[key] = attributes.get("title") or attributes.get("url") or key
+        number = list(self.cited).index(key) + 1
+        if attributes.get("attributed") == "true":
+            return f"[{number}~]"
+        self.model_cited.add(key)
+        return f"[{number}]"
+
+    def _sources(self) -> str:
+        if not self.cited:
+            return ""
+        return "\n" + "\n".join(
+            f"[{n}] {label}" + ("" if key in self.model_cited else " (matched by Ragline, not cited by the model)")
+            for n, (key, label) in enumerate(self.cited.items(), start=1)
+        )
+
+    def __call__(self, event: StreamResponse) -> None:
+        kind = event.response_type
+        if kind == ResponseType.THINKING and event.content:
+            if not self._in_thinking and self.color:
+                self.out.write(DIM)
+            self._in_thinking = True
+            self.out.write(event.content)
+        elif kind == ResponseType.ANSWER:
+            self._end_thinking()
+            self.out.write(_KB_TAG.sub(self._footnote, event.content))
+            if event.done and (event.data or {}).get("truncated"):
+                self.err.write("\n[answer truncated by the output limit]")
+        elif kind == ResponseType.ERROR:
+            self._end_thinking()
+            self.failed = True
+            first_line = (event.content or "the answer failed").strip().splitlines()[0]  # provider errors run to paragraphs
+            self.err.write(f"\nragline: error: {first_line}\n")
+        elif kind == ResponseType.COMPLETE:
+            self._end_thinking()
+            self.out.write(self._sources() + "\n")
+            if not self.searched and not self.failed:
+                self.out.flush()
+                self.err.write(UNSEARCHED_NOTE + "\n")
+        self.out.flush()
+
+    def _end_thinking(self) -> None:
+        if self._in_thinking:
+            self.out.write(RESET + "\n" if self.color else "\n")
+            self._in_thinking = False
