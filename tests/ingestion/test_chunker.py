@@ -131,3 +131,32 @@ def test_parent_child_chunks_point_at_parents_that_contain_them():
     for child in plan.chunks:
         assert len(child.content) <= 200
         assert child.content in plan.parents[child.parent_index].content
+
+
+MARKDOWN_LINE = st.one_of(
+    st.text(min_size=0, max_size=300),
+    st.builds(lambda cells: "| " + " | ".join(cells) + " |", st.lists(st.text(alphabet="abc 12", max_size=30), min_size=1, max_size=60)),
+    st.sampled_from(["```", "$$", "|---|---|", "# Heading", "## " + "h" * 200]),
+    st.builds(lambda n: "x" * n, st.integers(0, 5000)),
+)
+
+
+@given(st.lists(MARKDOWN_LINE, max_size=40), st.integers(16, 600), st.integers(0, 120))
+@settings(max_examples=150, deadline=None)
+def test_no_chunk_exceeds_the_atom_bound_whatever_the_shape(lines, size, overlap):
+    from ragline import defaults
+
+    for chunk in chunk_text("\n".join(lines), size, overlap):
+        assert len(chunk.content) <= size * defaults.CHUNK_ATOM_MAX_FACTOR
+
+
+def test_a_csv_row_of_200000_columns_is_cut_into_bounded_chunks_without_losing_a_cell():
+    """The hostile probe's 800 KB CSV: one row became one chunk of 2.4 million characters, and the
+    local embedder ran on it for over an hour while every hybrid search waited."""
+    from ragline import defaults
+
+    header = "| " + " | ".join(f"c{i}" for i in range(200_000)) + " |"
+    chunks = chunk_text(header + "\n|" + "---|" * 3 + "\n| 1 | 2 | 3 |", 512, 80)
+    assert max(len(c.content) for c in chunks) <= 512 * defaults.CHUNK_ATOM_MAX_FACTOR
+    cells = {cell for c in chunks for cell in re.findall(r"c\d+", c.content)}
+    assert len(cells) == 200_000

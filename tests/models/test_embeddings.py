@@ -40,3 +40,14 @@ async def test_progress_reports_every_batch(tmp_path):
 
 def test_model_identity_is_name_plus_base_url():
     assert EmbeddingModelIdentity("m", "http://x").key != EmbeddingModelIdentity("m").key
+
+
+def test_the_local_embedder_reads_a_bounded_prefix_of_any_text():
+    """One giant text cannot hold the embedder (and every search waiting for it) for an hour."""
+    from ragline import defaults
+    from ragline.models.local_engine import EMBEDDING_ENGINE
+
+    prefix = "The outdoor sensor runs on two lithium AA cells. " * 60
+    giant = prefix[: defaults.LOCAL_EMBEDDING_MAX_CHARS] + "x" * 200_000
+    whole, head = EMBEDDING_ENGINE.encode([giant, prefix[: defaults.LOCAL_EMBEDDING_MAX_CHARS]], is_query=False)
+    assert whole == head
