@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -23,6 +24,25 @@ from typing import Any
 
 _IDS: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("ragline_log_ids", default={})  # noqa: B039 (never mutated)
 FIELDS = ("request_id", "session_id", "message_id")
+# A key in a URL (an EventSource cannot send headers) must never reach a log line: uvicorn's
+# access log writes the whole path with its query, for valid and wrong keys alike.
+_SECRET_PARAMETER = re.compile(r"(?i)([?&;](?:api_key|apikey|key|token|access_token|secret|password)=)[^&;#\s\"']*")
+REDACTED = "[redacted]"
+
+
+def redact(text: str) -> str:
+    return _SECRET_PARAMETER.sub(rf"\g<1>{REDACTED}", text)
+
+
+class RedactSecrets(logging.Filter):
+    """Rewrites a record's message with secret query parameters replaced, whoever logged it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
 
 
 @contextmanager
@@ -69,6 +89,7 @@ class JsonFormatter(logging.Formatter):
 def configure(level: str = "info", *, json_lines: bool = True) -> None:
     """Route ragline's and uvicorn's records to stderr, as JSON lines or plain text."""
     handler = logging.StreamHandler()
+    handler.addFilter(RedactSecrets())
     handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     for name in ("ragline", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)

@@ -91,3 +91,14 @@ async def test_records_of_a_traced_turn_carry_the_turn_s_trace_id(scripted_model
     [turn] = [s for s in spans.get_finished_spans() if s.name == "ragline.turn"]
     [retried] = [json.loads(line) for line in out.getvalue().splitlines() if "retry 1" in line]
     assert retried["trace_id"] == f"{turn.context.trace_id:032x}"
+
+
+def test_secret_query_parameters_are_redacted_from_any_record():
+    from ragline.service.logs import REDACTED, RedactSecrets, redact
+
+    assert redact("GET /v1/x/events?api_key=s3cr3t&after=4 HTTP/1.1") == f"GET /v1/x/events?api_key={REDACTED}&after=4 HTTP/1.1"
+    assert redact("/a?token=t0k&API_KEY=k2") == f"/a?token={REDACTED}&API_KEY={REDACTED}"
+    assert redact("/v1/models?limit=5") == "/v1/models?limit=5"
+    record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d',
+                               ("127.0.0.1:5", "GET", "/v1/jobs/j/events?api_key=s3cr3t", "1.1", 200), None)
+    assert RedactSecrets().filter(record) and "s3cr3t" not in record.getMessage()
