@@ -108,7 +108,7 @@ class LoopbackOnly(HeaderCheck):
 
 # --- per API key: a request rate and a number of concurrent answer streams ---
 
-STREAM_ROUTES = ("/knowledge-chat", "/chat", "/continue-stream")
+STREAM_ROUTES = ("/knowledge-chat", "/chat", "/continue-stream", "/events")  # answers, and a job's progress events
 
 
 def api_key_of(scope: Scope) -> str | None:
@@ -144,7 +144,7 @@ class KeyLimits:
         lease = await self.limiter.open_stream(key)
         if lease is None:
             await _refuse(send, 429, "too_many_streams",
-                          f"this API key already streams {self.limiter.max_streams} answers; wait for one to end",
+                          f"this API key already has {self.limiter.max_streams} open streams (answers, job events); wait for one to end",
                           headers=[(b"retry-after", b"1")])
             return
         try:

@@ -129,8 +129,10 @@ def path(request: Request, name: str) -> str:
     return str(request.path_params[name])
 
 
-# NUL and the other control characters go; line breaks and tabs become spaces
-_CONTROL = {**dict.fromkeys([*range(0x00, 0x20), 0x7F]), **dict.fromkeys(map(ord, "\t\n\r\v\f"), " ")}
+# NUL and the other control characters go; line breaks and tabs become spaces. Bidirectional
+# controls go too: U+202E shows "invoice\u202efdp.exe" as "invoiceexe.pdf" in every list.
+_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_CONTROL = {**dict.fromkeys([*range(0x00, 0x20), 0x7F, *_BIDI]), **dict.fromkeys(map(ord, "\t\n\r\v\f"), " ")}
 
 
 def plain_text(value: str) -> str:

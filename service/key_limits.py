@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 STREAM_LEASE_S = 30  # a stream's slot outlives its process by at most this long
 UNCOUNTED = ""  # the lease of a stream admitted while Redis was unreachable
+BUCKET_SWEEP_MIN = 1024  # buckets kept before the first sweep of refilled ones
 
 
 class Limiter(Protocol):
@@ -56,11 +57,14 @@ class KeyLimiter:
         self.clock = clock
         self._buckets: dict[str, _Bucket] = {}
         self._streams: dict[str, set[str]] = {}
+        self._sweep_at = BUCKET_SWEEP_MIN
 
     async def retry_after(self, key: str) -> float | None:
         if self.rate <= 0:
             return None
         now = self.clock()
+        if len(self._buckets) >= self._sweep_at:
+            self._forget_full_buckets(now)
         bucket = self._buckets.setdefault(key, _Bucket(float(self.burst), now))
         bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.at) * self.rate)
         bucket.at = now
@@ -68,6 +72,14 @@ class KeyLimiter:
             bucket.tokens -= 1
             return None
         return (1 - bucket.tokens) / self.rate
+
+    def _forget_full_buckets(self, now: float) -> None:
+        """A bucket that has refilled is the same as no bucket: forgetting it keeps the memory of a
+        flood of distinct (even made-up) keys to those seen within one refill time. Amortised: the
+        next sweep waits until the table has doubled."""
+        refill_s = self.burst / self.rate
+        self._buckets = {key: b for key, b in self._buckets.items() if now - b.at < refill_s}
+        self._sweep_at = max(BUCKET_SWEEP_MIN, 2 * len(self._buckets))
 
     async def open_stream(self, key: str) -> str | None:
         leases = self._streams.setdefault(key, set())

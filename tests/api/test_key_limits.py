@@ -37,6 +37,23 @@ async def test_a_key_gets_its_burst_then_the_per_minute_rate():
     assert await limiter.retry_after("k") is not None
 
 
+async def test_a_flood_of_distinct_keys_is_forgotten_once_their_buckets_refill_and_limits_still_hold():
+    from ragline.service.key_limits import BUCKET_SWEEP_MIN
+
+    clock = FakeClock()
+    limiter = KeyLimiter(per_minute=60, burst=3, max_streams=0, clock=clock)  # a bucket refills in 3 s
+    for _ in range(3):
+        await limiter.retry_after("busy")
+    for second in range(30):
+        clock.now = float(second)
+        for n in range(1000):
+            await limiter.retry_after(f"made-up-{second}-{n}")
+        assert await limiter.retry_after("busy") is None or second == 0  # the real key keeps its rate...
+    assert len(limiter._buckets) <= 2 * max(BUCKET_SWEEP_MIN, 4 * 1000)  # ...and 30,000 keys left ~4 s worth behind
+    clock.now = 30.0
+    assert [await limiter.retry_after("drained") for _ in range(4)][-1] is not None  # a fresh key still gets only its burst
+
+
 async def test_streams_are_counted_per_key_and_released():
     limiter = KeyLimiter(per_minute=0, burst=1, max_streams=2)
     first, second = await limiter.open_stream("k"), await limiter.open_stream("k")
@@ -89,6 +106,26 @@ async def test_the_limits_fail_open_while_redis_is_unreachable():
     assert lease is not None and await limiter.open_stream("k") is not None
     await limiter.close_stream("k", lease)
     await limiter.aclose()
+
+
+async def test_a_job_event_stream_holds_one_of_the_keys_stream_slots():
+    """Job events are streams too: 300 of them opened where answers stopped at 20."""
+    from ragline.api.auth import key_digest
+    from ragline.api.guards import KeyLimits
+
+    limiter = KeyLimiter(per_minute=0, burst=1, max_streams=1)
+    held: list[int] = []
+
+    async def app(scope, receive, send):
+        held.append(len(limiter._streams.get(key_digest("key-a"), ())))
+
+    async def send(message):
+        pass
+
+    for path in ("/api/v1/knowledge-bases/kb/jobs/j/events", "/api/v1/sessions/s/chat", "/api/v1/sessions"):
+        scope = {"type": "http", "path": path, "headers": [(b"x-api-key", b"key-a")], "query_string": b""}
+        await KeyLimits(app, limiter)(scope, None, send)
+    assert held == [1, 1, 0] and limiter._streams == {}
 
 
 @pytest.fixture(scope="module")
