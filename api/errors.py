@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from ragline import plain_errors
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval import errors as retrieval_errors
+from ragline.retrieval.redis_connect import out_of_memory
 from ragline.service.access import (
     ConflictError,
     ForbiddenError,
@@ -90,6 +91,10 @@ def error_body(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
+STORE_FULL = ("the service's store (Redis) is full (maxmemory reached), so nothing was written; "
+              "an operator must free memory or raise maxmemory")
+
+
 async def handle_error(request: Request, exc: Exception) -> JSONResponse:
     """The one exception handler of the app."""
     if isinstance(exc, ApiError):
@@ -99,6 +104,9 @@ async def handle_error(request: Request, exc: Exception) -> JSONResponse:
         return error_body(exc.status_code, code, str(exc.detail))
     if isinstance(exc, ValidationError):
         return error_body(422, "invalid_request", validation_message(exc))
+    if out_of_memory(exc):  # before the store errors that may wrap it: the cause is the full store, not the request
+        log.error("Redis refused a write at maxmemory on %s %s: %s", request.method, request.url.path, exc)
+        return error_body(507, "insufficient_storage", STORE_FULL)
     for kind, status, code in _SERVICE_STATUS:
         if isinstance(exc, kind):
             return error_body(status, code, str(exc) or code)

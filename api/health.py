@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -12,6 +13,17 @@ from ragline import defaults
 from ragline.api.openapi import doc, openapi_document
 from ragline.api.schemas import Health
 from ragline.api.services import services
+
+
+class StoreFull(Exception):
+    """Redis is at maxmemory and evicts nothing: every write fails until memory is freed."""
+
+
+async def _room_in(redis: Any) -> None:
+    info = await redis.info("memory")
+    limit, used = int(info.get("maxmemory") or 0), int(info.get("used_memory") or 0)
+    if limit and info.get("maxmemory_policy") == "noeviction" and used >= limit * defaults.REDIS_FULL_SHARE:
+        raise StoreFull(f"used {used / 2**20:.1f} of its maxmemory {limit / 2**20:.1f} MiB (noeviction): writes are refused")
 
 
 async def _check(name: str, probe: Callable[[], Awaitable[object]]) -> tuple[str, str]:
@@ -27,7 +39,9 @@ async def health(request: Request) -> Response:
     svc = services(request)
     probes: list[tuple[str, Callable[[], Awaitable[object]]]] = []
     if svc.backend.redis is not None:
-        probes.append(("redis", svc.backend.redis.ping))
+        redis = svc.backend.redis
+        probes.append(("redis", redis.ping))
+        probes.append(("redis_memory", lambda: _room_in(redis)))
     probes.append(("checkpoints", lambda: svc.backend.checkpointer.aget_tuple({"configurable": {"thread_id": "health-check"}})))
     if svc.core.is_open("retrieval"):  # a probe never opens the stores itself: the first question does
         catalog = svc.core.retrieval.catalog

@@ -124,7 +124,7 @@ class ContinueQuery(Strict):
 
 
 class Health(BaseModel):
-    status: str = Field(description="ok, or unavailable when a store the service needs does not answer (then HTTP 503).")
+    status: str = Field(description="ok, or unavailable when a store the service needs does not answer or is full (then HTTP 503).")
     backend: dict[str, str]
     checks: dict[str, str] = Field(default_factory=dict, description="Each store that was asked, and its answer.")
     runs: int

@@ -128,6 +128,7 @@ STREAM_TTL_S = 3600  # Redis event streams expire an hour after their last event
 STREAM_BLOCK_MS = 2000  # one XREAD BLOCK waits this long: well under the socket timeout, so a quiet wait never times out
 STREAM_READ_GATHER_S = 0.003  # a process's shared XREAD starts at most this often: each then returns the events of many streams
 REDIS_SOCKET_TIMEOUT_S = 10.0  # a Redis command that has not answered by then failed (a dead server, not a slow one)
+REDIS_FULL_SHARE = 0.98  # /health reports Redis full (noeviction) from this share of its maxmemory
 REDIS_CONNECT_TIMEOUT_S = 2.0  # connecting to Redis on the local network takes milliseconds
 # Conversation messages whose checkpoint encoding a process keeps (checkpoints/redis_json.py): more
 # than the messages of all sessions answering at once, or the LRU evicts what the next step needs.

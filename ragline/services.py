@@ -220,7 +220,10 @@ class Services:
             return None
         import redis
 
-        return self._once("shared_redis", lambda: redis.Redis.from_url(url))
+        from ragline import defaults
+
+        return self._once("shared_redis", lambda: redis.Redis.from_url(url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT_S,
+                                                                        socket_connect_timeout=defaults.REDIS_CONNECT_TIMEOUT_S))
 
     # --- models ---
 

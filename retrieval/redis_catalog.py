@@ -25,7 +25,7 @@ from ragline import defaults
 from ragline.retrieval import redis_catalog_scripts as lua
 from ragline.retrieval.catalog import ChunkRecord, KeywordCorpus
 from ragline.retrieval.errors import KnowledgeBaseExistsError, RetrievalError
-from ragline.retrieval.redis_connect import connect_search
+from ragline.retrieval.redis_connect import connect_search, out_of_memory
 from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase, utcnow
 
 PREFIX = "ragline:cat:"
@@ -87,6 +87,8 @@ class RedisCatalog:
         try:
             self._insert_kb(args=[PREFIX, kb.id, kb.tenant_id, kb.name, kb.model_dump_json(), kb.revision])
         except redis.ResponseError as exc:
+            if out_of_memory(exc):
+                raise
             raise KnowledgeBaseExistsError(str(exc)) from exc
 
     def update_kb(self, kb: KnowledgeBase) -> None:
@@ -94,6 +96,8 @@ class RedisCatalog:
         try:
             self._update_kb(args=[PREFIX, kb.id, kb.name, kb.model_dump_json()])
         except redis.ResponseError as exc:
+            if out_of_memory(exc):
+                raise
             raise KnowledgeBaseExistsError(str(exc)) from exc
 
     @staticmethod
