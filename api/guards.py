@@ -22,8 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline import defaults
 from ragline.api.auth import key_digest, presented_key
+from ragline.logs import log_ids
 from ragline.service.key_limits import Limiter
-from ragline.service.logs import log_ids
 
 
 def header_problem(headers: list[tuple[bytes, bytes]]) -> str | None:

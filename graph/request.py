@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from ragline import defaults
+from ragline.retrieval.types import SearchTarget  # what a turn searches: a retrieval concept the request carries
 
 
 class FallbackStrategy(StrEnum):
@@ -33,18 +34,6 @@ class SummaryConfig(_Frozen):
     thinking: bool | None = Field(None, description="Ask a reasoning model to think first; unset leaves the provider default.")
     prompt: str | None = Field(None, description="System prompt template replacing system_prompt.yaml; placeholders allowed.")
     context_template: str | None = Field(None, description="Template for the retrieved contexts replacing context_template.yaml.")
-
-
-class SearchTarget(_Frozen):
-    """One knowledge base to search, optionally narrowed to documents or tags."""
-
-    knowledge_base_id: str = Field(description="The knowledge base to search.")
-    knowledge_ids: tuple[str, ...] = Field((), description="Only these documents of the knowledge base.")
-    tag_ids: tuple[str, ...] = Field((), description="Only documents with these tags.")
-
-    @property
-    def is_scoped(self) -> bool:
-        return bool(self.knowledge_ids or self.tag_ids)
 
 
 class ImageInput(_Frozen):

@@ -10,7 +10,6 @@ A session is a LangGraph thread: `messages` accumulates the conversation across 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any
@@ -22,6 +21,7 @@ from typing_extensions import (
 )
 
 from ragline.graph.request import PipelineRequest, SearchTarget
+from ragline.retrieval.searchutil import content_signature, merge_search_results  # noqa: F401 (the state's reducer; content_signature re-exported)
 
 
 class QueryIntent(StrEnum):
@@ -110,38 +110,6 @@ class ChatResponse:
     fallback: bool = False
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
-
-
-def content_signature(content: str) -> str:
-    """searchutil.BuildContentSignature: whitespace- and case-insensitive hash of a passage."""
-    normalized = " ".join(content.lower().split())
-    return hashlib.sha1(normalized.encode("utf-8")).hexdigest()
-
-
-def _result_keys(result: Any) -> tuple[str, str]:
-    if isinstance(result, dict):
-        return str(result.get("id", "")), content_signature(str(result.get("content", "")))
-    return str(getattr(result, "id", "")), content_signature(str(getattr(result, "content", "")))
-
-
-def merge_search_results(existing: list[Any] | None, new: list[Any] | None) -> list[Any]:
-    """Reducer of parallel search branches (replaces Clone + RunParallel + removeDuplicateResults).
-
-    A result is dropped when its chunk id or its content signature was already seen; the first
-    occurrence wins, so the order is stable.
-    """
-    merged: list[Any] = []
-    seen_ids: set[str] = set()
-    seen_signatures: set[str] = set()
-    for result in [*(existing or []), *(new or [])]:
-        chunk_id, signature = _result_keys(result)
-        if (chunk_id and chunk_id in seen_ids) or signature in seen_signatures:
-            continue
-        if chunk_id:
-            seen_ids.add(chunk_id)
-        seen_signatures.add(signature)
-        merged.append(result)
-    return merged
 
 
 class PipelineState(TypedDict, total=False):

@@ -27,7 +27,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
 
-from ragline.service.logs import bind_log_ids
+from ragline.logs import bind_log_ids
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -138,7 +138,7 @@ class StageSpans(BaseCallbackHandler):
         if self.turn is None:  # the first chain is the graph itself
             self.turn_run, self.turn_started = run_id, time.perf_counter()
             self.turn = self._start("ragline.turn", {"ragline.graph": self.graph_name or name})
-            # the turn's spans are never current, so logs learn its trace id as a log id (service/logs.py);
+            # the turn's spans are never current, so logs learn its trace id as a log id (ragline/logs.py);
             # called inline in the run's task, before it starts the node tasks that inherit it
             bind_log_ids(trace_id=format(self.turn.get_span_context().trace_id, "032x"))
             return

@@ -179,6 +179,6 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, wh
 
 
 async def wait_before_retry(what: str, exc: BaseException, attempt: int, delay: float) -> None:
-    """Log the retry (with the run's ids, see service/logs.py) and wait."""
+    """Log the retry (with the run's ids, see ragline/logs.py) and wait."""
     log.warning("%s failed (%s), retry %d in %.2fs", what, type(exc).__name__, attempt + 1, delay)
     await _sleep(delay)

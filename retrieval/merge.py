@@ -5,21 +5,28 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ragline import defaults
-from ragline.graph.state import HistoryTurn, merge_search_results
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.merge_images import absorb_image_hit, merge_image_info, prune_markdown_images, resolve_image_chains
 from ragline.retrieval.searchutil import (
     is_content_contained,
     join_chunk_content,
+    merge_search_results,
     overlap_coefficient,
     tokenize_simple,
 )
 from ragline.retrieval.types import ChunkType, SearchResult
 
 HISTORY_MATCH = "history"
+
+
+class PastTurn(Protocol):
+    """An earlier round of the conversation (the graph's HistoryTurn): its stored references."""
+
+    @property
+    def references(self) -> Sequence[dict[str, Any]]: ...
 
 
 def choose_input(rerank_results: Sequence[SearchResult], search_results: Sequence[SearchResult], top_k: int) -> list[SearchResult]:
@@ -34,7 +41,7 @@ def deduplicate(results: Sequence[SearchResult]) -> list[SearchResult]:
     return merge_search_results([], list(results))
 
 
-def history_references(history: Sequence[HistoryTurn], query: str) -> list[SearchResult]:
+def history_references(history: Sequence[PastTurn], query: str) -> list[SearchResult]:
     """Step 3: references of the last round that had any, if they cover enough of the question."""
     last = next((turn for turn in reversed(history) if turn.references), None)
     if last is None:

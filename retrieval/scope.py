@@ -9,18 +9,30 @@ target narrowed to documents or tags covers the named documents and those carryi
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.retrieval.catalog import Catalog
+from ragline.retrieval.types import SearchTarget
 
 
-def has_knowledge_scope(request: PipelineRequest) -> bool:
+class Scoped(Protocol):
+    """What a question names to search (a turn's PipelineRequest): whole bases, documents, targets."""
+
+    @property
+    def knowledge_base_ids(self) -> Sequence[str]: ...
+    @property
+    def knowledge_ids(self) -> Sequence[str]: ...
+    @property
+    def search_targets(self) -> Sequence[SearchTarget]: ...
+
+
+def has_knowledge_scope(request: Scoped) -> bool:
     return bool(request.knowledge_base_ids or request.knowledge_ids or request.search_targets)
 
 
-def resolve_targets(request: PipelineRequest, catalog: Catalog) -> list[SearchTarget]:
+def resolve_targets(request: Scoped, catalog: Catalog) -> list[SearchTarget]:
     """Explicit targets as given; otherwise whole knowledge bases plus documents grouped by their base."""
     if request.search_targets:
         return list(request.search_targets)

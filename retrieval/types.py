@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline import defaults
 
@@ -134,3 +134,17 @@ class SearchResult(BaseModel):
     vector_score: float | None = None  # similarity before fusion (rerank's image rule reads it)
     keyword_score: float | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchTarget(BaseModel):
+    """One knowledge base to search, optionally narrowed to documents or tags."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    knowledge_base_id: str = Field(description="The knowledge base to search.")
+    knowledge_ids: tuple[str, ...] = Field((), description="Only these documents of the knowledge base.")
+    tag_ids: tuple[str, ...] = Field((), description="Only documents with these tags.")
+
+    @property
+    def is_scoped(self) -> bool:
+        return bool(self.knowledge_ids or self.tag_ids)

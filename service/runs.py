@@ -35,12 +35,12 @@ from ragline.graph.events import as_json
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver, turn_ids
+from ragline.logs import bind_log_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
 from ragline.service.after_turn import AfterTurn
 from ragline.service.backend import Backend
 from ragline.service.heap import HeapFreezer
-from ragline.service.logs import bind_log_ids
 from ragline.service.models import check_models
 from ragline.service.registry import RunRecord
 from ragline.service.relay import Run, StageEvents

@@ -34,7 +34,7 @@ async def serve_stdio(settings: Settings, key: str | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ragline.api.errors import Unauthorized
-    from ragline.service.logs import configure
+    from ragline.logs import configure
     from ragline.settings import get_settings
 
     configure(args.log_level, json_lines=args.log_format == "json")  # stderr: stdout is the protocol's

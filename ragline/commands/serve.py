@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         _warm_up(services, tenants[0] if args.sample else None)
     except Exception as exc:  # the model's own error comes again, in words, with the first question
         print(f"ragline serve: the local model did not warm up: {exc}", file=sys.stderr)
-    from ragline.service.logs import configure
+    from ragline.logs import configure
 
     configure(args.log_level, json_lines=args.log_format == "json")
     uvicorn.run(

@@ -61,7 +61,7 @@ def _yield_cpu(niceness: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragline.service.logs import configure
+    from ragline.logs import configure
     from ragline.settings import get_settings
 
     settings = get_settings()

@@ -7,7 +7,7 @@ import io
 import json
 import logging
 
-from ragline.service.logs import JsonFormatter, bind_log_ids, log_ids
+from ragline.logs import JsonFormatter, bind_log_ids, log_ids
 
 
 def _logger() -> tuple[logging.Logger, io.StringIO]:
@@ -94,7 +94,7 @@ async def test_records_of_a_traced_turn_carry_the_turn_s_trace_id(scripted_model
 
 
 def test_secret_query_parameters_are_redacted_from_any_record():
-    from ragline.service.logs import REDACTED, RedactSecrets, redact
+    from ragline.logs import REDACTED, RedactSecrets, redact
 
     assert redact("GET /v1/x/events?api_key=s3cr3t&after=4 HTTP/1.1") == f"GET /v1/x/events?api_key={REDACTED}&after=4 HTTP/1.1"
     assert redact("/a?token=t0k&API_KEY=k2") == f"/a?token={REDACTED}&API_KEY={REDACTED}"
