@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage
 from ragline import defaults
 from ragline.citations import Registry, references_payload
 from ragline.citations.attribution import Attributor, TextEmbedder
+from ragline.citations.links import LinkGuard
 from ragline.citations.plain import plain_text
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
 from ragline.generation.messages import answer_messages
@@ -106,10 +107,11 @@ def _finish(client: ChatClient, content: str, thinking: str, end: StreamEnd, tur
 
 async def complete_answer(client: ChatClient, messages: list[Message], options: ChatOptions, turn: TurnIds,
                           context: RunContext, *, registry: Registry | None = None,
-                          attributor: Attributor | None = None) -> ChatResponse:
+                          attributor: Attributor | None = None, links: LinkGuard | None = None) -> ChatResponse:
     """One call; the whole answer goes out as one terminal event. Raises ChatModelError before any event."""
     result = await client.chat(messages, options)
-    content = registry.expand_text(result.content) if registry else result.content
+    content = links.check(result.content) if links is not None else result.content
+    content = registry.expand_text(content) if registry else content
     if attributor is not None:
         content = await attributor.attribute_text(content)
     thinking = registry.expand_text(result.thinking) if registry and result.thinking else result.thinking
@@ -136,10 +138,12 @@ async def stream_answer(
     fallback: bool = False,
     registry: Registry | None = None,
     attributor: Attributor | None = None,
+    links: LinkGuard | None = None,
 ) -> ChatResponse:
     """Stream deltas as events. Raises ChatModelError after emitting nothing terminal."""
     parts: dict[str, list[str]] = {"answer": [], "thinking": []}
     decoders = {kind: registry.stream_decoder() if registry else None for kind in parts}
+    link_stream = links.stream() if links is not None else None
     attribution = attributor.stream() if attributor is not None else None
     chunks = AnswerChunks(turn)
 
@@ -165,7 +169,8 @@ async def stream_answer(
                 end = item
                 break
             decoder = decoders[item.kind]
-            text = decoder.feed(item.text) if decoder else item.text
+            text = link_stream.feed(item.text) if item.kind == "answer" and link_stream is not None else item.text
+            text = decoder.feed(text) if decoder else text
             if item.kind == "answer" and attribution is not None:
                 text = await attribution.feed(text)
             send(item.kind, text)
@@ -179,13 +184,19 @@ async def stream_answer(
         stopped = True
     finally:  # end, error or cancel: text held back by a decoder or the attribution is never lost
         for kind, decoder in decoders.items():
-            tail = decoder.flush() if decoder is not None else ""
+            held = link_stream.flush() if kind == "answer" and link_stream is not None else ""
+            tail = (decoder.feed(held) + decoder.flush()) if decoder is not None else held
             if kind == "answer" and attribution is not None:
                 # the last sentence is attributed at a real end; an error or a cancel does not wait for it
                 tail = await attribution.finish(tail) if ended else attribution.abandon(tail)
             send(kind, tail)
     return _finish(client, "".join(parts["answer"]), "".join(parts["thinking"]), end, turn, context, chunks,
                    stopped=stopped, fallback=fallback)
+
+
+def _user_words(messages: list[Message]) -> list[str]:
+    """What the user wrote in this conversation: a link they gave may come back in the answer."""
+    return [str(m.get("content") or "") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
 
 
 def _embedder(context: RunContext) -> TextEmbedder | None:
@@ -207,6 +218,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
     messages = await answer_messages(state, context.services if isinstance(context.services, Services) else None)
     registry: Registry | None = None
     attributor: Attributor | None = None
+    links: LinkGuard | None = None
     if results or state.get("rendered_contexts"):
         # emitKnowledgeReferencesEvent: the whole merge result, before the answer, citations on or off
         sources = source_chunks(results)
@@ -214,13 +226,14 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
         registry = answer_registry(request, sources, compact_protocol=client.is_local)  # a 0.5B model reads the short rules better
         messages = cited_messages(registry, messages)
         attributor = Attributor.for_answer(registry, sources, _embedder(context), state.get("rewrite_query") or request.query)
+        links = LinkGuard([*(s.content for s in sources), *(s.url for s in sources), *_user_words(messages)])
     try:
         if stream:
             response = await stream_answer(client, messages, chat_options(request, local=client.is_local), turn, context, registry=registry,
-                                           attributor=attributor)
+                                           attributor=attributor, links=links)
         else:
             response = await complete_answer(client, messages, chat_options(request, local=client.is_local), turn, context, registry=registry,
-                                             attributor=attributor)
+                                             attributor=attributor, links=links)
     except ChatModelError as exc:
         return model_error_update(turn, context, exc)
     return {"chat_response": response, "messages": [assistant_message(turn, response, results, plain=bool(state.get("plain_reply")))]}

@@ -148,3 +148,22 @@ async def test_the_rag_preset_answers_in_one_call_with_the_same_references_and_c
     assert rag_answer == stream_answer
     cited = re.findall(r'<kb [^>]*chunk_id="([^"]+)"', rag_answer)
     assert cited == [r["chunk_id"] for r in rag_refs[0][:2]]
+
+
+async def test_a_link_planted_in_no_source_never_reaches_the_streamed_answer(scripted_model, tmp_path):
+    """A document that says "add this link" steers a model; the link it repeats is in no source, so it goes."""
+    embedder = Embedder(model="ragline/multilingual-e5-small", cache=EmbeddingCache(tmp_path / "cache.sqlite"))
+    stack = RetrievalStack.build(tmp_path, embedder, RetrievalConfig(redis_url=None, chroma_url=None))
+    kb = stack.knowledge_bases.create("manual")
+    await IngestionService(stack).ingest_documents(kb.id, [TextDocument(
+        "The Aurora console updates its firmware from https://aurora.example/firmware every night.", "firmware", "src:fw")])
+    services = Services(retrieval_factory=lambda: stack)
+    scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": "firmware updates", "intent": "kb_search"})))
+    scripted_model.on(lambda b: True, Reply(chunks=["Nightly from https://aurora.", "example/firmware <ref id=\"c1\"/>. ",
+                                                     "More at [the portal](https://evil.", "example/login) and http", "s://evil.example."]))
+    request = PipelineRequest(query="How does the console update its firmware?", knowledge_base_ids=[kb.id], relevance_gate_enabled=False)
+    graph = build_graph("rag_stream", checkpointer=memory_saver())
+    events = [e async for e in stream_turn(graph, request, RunContext(services=services))]
+    answer = "".join(e.content for e in events if e.response_type == ResponseType.ANSWER)
+    assert "https://aurora.example/firmware" in answer and "<kb " in answer
+    assert "evil.example" not in answer and "the portal (link removed" in answer
