@@ -134,7 +134,9 @@ REDIS_CONNECT_TIMEOUT_S = 2.0  # connecting to Redis on the local network takes 
 # than the messages of all sessions answering at once, or the LRU evicts what the next step needs.
 CHECKPOINT_MESSAGE_CACHE = 16384
 REDIS_RETRIES = 3  # a dropped connection is retried this often (with backoff) before a request fails with 503
-TITLE_WAIT_AFTER_COMPLETE_S = 3.0  # SSE waits this long for a new session's title
+# SSE waits up to this long after `complete` for a new session's title: as long as the title call may
+# take (TITLE_TIMEOUT_S), since a quick answer (the fixed "not found") ends before a slow title call.
+TITLE_WAIT_AFTER_COMPLETE_S = 30.0
 
 # --- the HTTP service (stream.go, qa.go, session.go) ---
 HEALTH_CHECK_TIMEOUT_S = 1.0  # a store slower than this to answer /health counts as down

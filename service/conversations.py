@@ -14,6 +14,8 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 from pydantic import BaseModel, Field
 
+from ragline.citations import references_payload
+from ragline.generation.citing import source_chunks
 from ragline.service import threads
 from ragline.service.access import (
     ConflictError,
@@ -60,6 +62,17 @@ class Message(BaseModel):
     truncated: bool = False
 
 
+def shown_references(stored: Any) -> builtins.list[dict[str, Any]]:
+    """A stored answer's references as its `references` event sent them (chunk_id, title, ...).
+
+    An answer keeps the merged search results themselves (id, knowledge_title, ...): the next
+    turn's history merge reads them back as search results. A client must see them as the live
+    stream showed them, or its citations (`<kb chunk_id=...>`) find no reference and no title.
+    A stopped answer kept the event's entries, which pass as they are."""
+    items = [item for item in stored if isinstance(item, dict)] if isinstance(stored, builtins.list) else []
+    return [item if "chunk_id" in item or "id" not in item else references_payload(source_chunks([item]))[0] for item in items]
+
+
 def message_view(message: AnyMessage, session_id: str) -> Message:
     kwargs = message.additional_kwargs
     return Message(
@@ -68,7 +81,7 @@ def message_view(message: AnyMessage, session_id: str) -> Message:
         request_id=str(kwargs.get("request_id") or ""),
         role="user" if isinstance(message, HumanMessage) else "assistant",
         content=threads.text_of(message),
-        knowledge_references=list(kwargs.get("references") or []),
+        knowledge_references=shown_references(kwargs.get("references")),
         images=message_images(kwargs.get("images")),
         stopped=bool(kwargs.get("stopped")),
         truncated=bool(kwargs.get("truncated")),

@@ -5,8 +5,12 @@
 //   turn.js        one answer on screen (progress windows, thinking, Markdown, status)
 //   markdown.js    safe Markdown + citation superscripts
 //   references.js  the references panel
+//   passage.js     a reference's passage: safe Markdown, the part the answer used marked
 //   images.js      attached pictures, and thumbnails of the images answers draw on
+//   attachments.js the pictures the next question carries
 //   sessions.js    the conversation list
+//   sidebar.js     the sidebar as an overlay on narrow screens (the menu button)
+//   welcome.js     the empty conversation, with the sample's question to try
 //   knowledge.js   knowledge base picker, documents and uploads
 //
 // What survives a reload: the API key and the open conversation (localStorage), and which answer
@@ -16,12 +20,15 @@
 // with Last-Event-ID instead (stream.js): the page still holds what it was shown.
 
 import { Api } from "./api.js";
-import { ImageLoader, attachmentUrl } from "./images.js";
+import { Attachments } from "./attachments.js";
+import { ImageLoader } from "./images.js";
 import { DocumentsDialog, KnowledgePicker } from "./knowledge.js";
 import { ReferencePanel } from "./references.js";
 import { SessionList } from "./sessions.js";
+import { SidebarOverlay } from "./sidebar.js";
 import { followAnswer } from "./stream.js";
 import { Turn, addQuestion } from "./turn.js";
+import { Welcome } from "./welcome.js";
 
 const SESSION_STORAGE = "ragline.session";
 const PENDING_STORAGE = "ragline.pendingAnswer";
@@ -40,10 +47,14 @@ const thread = $("thread");
 const welcome = $("welcome"); // the empty-conversation hint, put back by showWelcome()
 const images = new ImageLoader(api);
 const references = new ReferencePanel($("references"), images);
-let attached = []; // data: URLs of the pictures the next question carries
+const attachments = new Attachments($("attachments"), $("attach-input"), { onError: notify });
 const sessions = new SessionList($("sessions"), api, { onOpen: openSession, onDeleted: sessionDeleted, onError: notify });
 const documents = new DocumentsDialog($("kb-dialog"), api);
-const picker = new KnowledgePicker($("knowledge"), api, { onOpenDocuments: (kb) => documents.open(kb), onError: notify });
+const suggestions = new Welcome(welcome, { onAsk: (question) => ask(question) });
+const picker = new KnowledgePicker($("knowledge"), api, {
+  onOpenDocuments: (kb) => documents.open(kb), onError: notify, onChange: () => suggestions.update(picker.selectedBases()),
+});
+new SidebarOverlay($("sidebar"), $("menu"), $("scrim"));
 
 // --- notices ---
 
@@ -182,7 +193,7 @@ function newConversation() {
 // --- asking, following, stopping ---
 
 async function ask(question) {
-  if ((state.live && !state.live.ended) || (!question.trim() && !attached.length)) return;
+  if ((state.live && !state.live.ended) || (!question.trim() && !attachments.urls.length)) return;
   let sessionId = state.sessionId;
   if (!sessionId) {
     try {
@@ -197,8 +208,8 @@ async function ask(question) {
   }
   welcome.remove();
   $("question").value = "";
-  const pictures = attached.map((url) => ({ url }));
-  setAttached([]);
+  const pictures = attachments.urls.map((url) => ({ url }));
+  attachments.set([]);
   addQuestion(thread, question, pictures);
   const turn = newTurn();
   references.clear();
@@ -214,39 +225,7 @@ async function ask(question) {
   // Refused before it began (a conflict, a bad key): give the question back to edit or resend.
   if (!turn.messageId && !$("question").value) {
     $("question").value = question;
-    if (!attached.length) setAttached(pictures.map((picture) => picture.url));
-  }
-}
-
-// --- attached pictures ---
-
-/** The pictures the next question carries, previewed above the composer, each removable. */
-function setAttached(urls) {
-  attached = urls;
-  const strip = $("attachments");
-  strip.replaceChildren(...urls.map((url, index) => {
-    const item = document.createElement("figure");
-    item.className = "attachment";
-    const img = Object.assign(document.createElement("img"), { className: "thumb", src: url, alt: `Attached picture ${index + 1}` });
-    const remove = Object.assign(document.createElement("button"), { type: "button", className: "link", textContent: "Remove" });
-    remove.setAttribute("aria-label", `Remove attached picture ${index + 1}`);
-    remove.addEventListener("click", () => setAttached(attached.filter((_, i) => i !== index)));
-    item.append(img, remove);
-    return item;
-  }));
-  strip.hidden = urls.length === 0;
-}
-
-async function attach(event) {
-  const input = event.target;
-  const files = [...input.files];
-  input.value = ""; // the same file may be chosen again after a removal
-  for (const file of files) {
-    try {
-      setAttached([...attached, await attachmentUrl(file)]);
-    } catch (error) {
-      notify(error.message);
-    }
+    if (!attachments.urls.length) attachments.set(pictures.map((picture) => picture.url));
   }
 }
 
@@ -279,6 +258,7 @@ async function followLive(turn, sessionId, { request, messageId }) {
 
 /** The answer is over for this page: the composer is free again and a reload has nothing to resume. */
 function answerEnded(turn) {
+  references.refresh(turn); // its final citations: the sentences they back are marked in the passages
   if (state.live?.turn !== turn) return;
   forgetPending();
   showBusy(false);
@@ -365,7 +345,6 @@ function wire() {
     }
   });
   $("stop").addEventListener("click", stop);
-  $("attach-input").addEventListener("change", attach);
   $("new-chat").addEventListener("click", newConversation);
   $("notice-close").addEventListener("click", () => { $("notice").hidden = true; });
   $("signin-form").addEventListener("submit", signIn);

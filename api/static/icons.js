@@ -5,6 +5,7 @@ const PATHS = {
   edit: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
   trash: "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6",
   docs: "M6 3h8l4 4v14H6zM14 3v4h4M9 12h6M9 16h6",
+  menu: "M4 6h16M4 12h16M4 18h16",
 };
 
 /** An <svg> icon; decorative (the button around it carries the label). */

@@ -3,6 +3,7 @@
 
 import { V1, UNREACHABLE, errorFromXhr } from "./api.js";
 import { element } from "./dom.js";
+import { followEvents } from "./stream.js";
 import { iconButton } from "./icons.js";
 
 const SELECTION_STORAGE = "ragline.knowledgeBases";
@@ -11,13 +12,14 @@ export class KnowledgePicker {
   /**
    * @param {HTMLElement} root the sidebar section (a list and a create form inside)
    * @param {Api} api
-   * @param {{onOpenDocuments: (kb: object) => void, onError: (error: Error) => void}} hooks
+   * @param {{onOpenDocuments: (kb: object) => void, onError: (error: Error) => void, onChange?: () => void}} hooks
+   *        onChange: the bases a question searches changed (loaded, checked, unchecked)
    */
-  constructor(root, api, { onOpenDocuments, onError }) {
+  constructor(root, api, { onOpenDocuments, onError, onChange = () => {} }) {
     this.list = root.querySelector("#kb-list");
     this.form = root.querySelector("#kb-create");
     this.api = api;
-    this.hooks = { onOpenDocuments, onError };
+    this.hooks = { onOpenDocuments, onError, onChange };
     this.bases = [];
     const stored = localStorage.getItem(SELECTION_STORAGE);
     this.selected = stored === null ? null : new Set(JSON.parse(stored)); // null: nothing chosen yet
@@ -29,11 +31,17 @@ export class KnowledgePicker {
     // On a first visit every base is checked: a question then searches all the user has.
     if (this.selected === null) this.selected = new Set(this.bases.map((kb) => kb.id));
     this.render();
+    this.hooks.onChange();
+  }
+
+  /** The checked bases that still exist. */
+  selectedBases() {
+    return this.bases.filter((kb) => this.selected.has(kb.id));
   }
 
   /** Ids of the checked bases that still exist. */
   selectedIds() {
-    return this.bases.filter((kb) => this.selected.has(kb.id)).map((kb) => kb.id);
+    return this.selectedBases().map((kb) => kb.id);
   }
 
   remember() {
@@ -55,6 +63,7 @@ export class KnowledgePicker {
     box.addEventListener("change", () => {
       if (box.checked) this.selected.add(kb.id); else this.selected.delete(kb.id);
       this.remember();
+      this.hooks.onChange();
     });
     label.append(box, element("span", "kb-name", kb.name));
     if (kb.description) label.title = kb.description;
@@ -194,22 +203,21 @@ export class DocumentsDialog {
     });
   }
 
-  /** Show an ingestion job's progress from its SSE events; resolves when it is done, failed or canceled. */
-  follow(job, row, bar, status) {
-    const key = this.api.headers()["X-API-Key"]; // EventSource cannot send headers: the key goes in the query
-    const url = `${V1}/knowledge-bases/${encodeURIComponent(job.knowledge_base_id)}/jobs/${encodeURIComponent(job.id)}/events`
-      + (key ? `?api_key=${encodeURIComponent(key)}` : "");
-    return new Promise((resolve) => {
-      const events = new EventSource(url);
-      const finish = (className, text) => {
-        events.close();
-        bar.remove();
-        row.classList.add(className);
-        status.textContent = text;
-        resolve();
-      };
-      events.addEventListener("message", (message) => {
-        const state = JSON.parse(message.data).data;
+  /** Show an ingestion job's progress from its SSE events; resolves when it is done, failed or canceled.
+   *  The events come over fetch() with the key in a header: a key in the URL would reach access logs. */
+  async follow(job, row, bar, status) {
+    const path = `knowledge-bases/${encodeURIComponent(job.knowledge_base_id)}/jobs/${encodeURIComponent(job.id)}/events`;
+    const finish = (className, text) => {
+      bar.remove();
+      row.classList.add(className);
+      status.textContent = text;
+    };
+    let ended = false;
+    const result = await followEvents({
+      api: this.api,
+      path,
+      onEvent: (event) => {
+        const state = event.data;
         if (state.state === "done") {
           const count = state.document ? state.document.chunk_count : 0;
           finish("ready", `indexed · ${count} chunk${count === 1 ? "" : "s"}`);
@@ -219,14 +227,15 @@ export class DocumentsDialog {
           bar.max = state.total;
           bar.value = state.done;
           status.textContent = `embedding ${state.done}/${state.total}`;
+          return false;
         } else {
           status.textContent = `${state.phase}…`; // queued, parsing, indexing
+          return false;
         }
-      });
-      // EventSource reconnects by itself (resuming with Last-Event-ID); a refused stream (401, 404) is final
-      events.addEventListener("error", () => {
-        if (events.readyState === EventSource.CLOSED) finish("failed", `not added: ${UNREACHABLE}`);
-      });
+        ended = true;
+        return true;
+      },
     });
+    if (!ended) finish("failed", `not added: ${result.error ? result.error.message : UNREACHABLE}`);
   }
 }

@@ -1,4 +1,5 @@
-// Markdown for model answers, safe by construction.
+// Markdown for model answers (renderAnswer) and for documents' passages (renderMarkdown), safe by
+// construction.
 //
 // Order matters: (1) citation tags are lifted out of the raw text by a strict regex and replaced
 // by placeholders, (2) EVERYTHING left is HTML-escaped, (3) the Markdown rules run on escaped
@@ -53,17 +54,32 @@ function citationOf(kind, attributes) {
 // Replace citation tags with placeholders; the same source cited twice keeps its first number.
 // A placeholder of a matched (attributed) occurrence carries an "m"; a citation counts as matched
 // only while the model cited it nowhere in the answer.
+// Each citation also keeps its claims: the sentence before each of its tags, which the
+// references panel looks for in the passage (references.js, passage.js).
 function liftCitations(text, citations) {
-  return text.replace(CITATION_TAG, (tag, kind, rest) => {
+  return text.replace(CITATION_TAG, (tag, kind, rest, offset) => {
     const attributes = attributesOf(rest);
     const citation = citationOf(kind, attributes);
     if (!citation) return ""; // a citation tag naming nothing: nothing to show
     const matched = attributes.attributed === "true";
     let index = citations.findIndex((c) => c.key === citation.key);
-    if (index < 0) index = citations.push({ ...citation, attributed: matched }) - 1;
+    if (index < 0) index = citations.push({ ...citation, attributed: matched, claims: [] }) - 1;
     else if (!matched) citations[index].attributed = false;
+    const claim = claimBefore(text, offset);
+    if (claim && !citations[index].claims.includes(claim)) citations[index].claims.push(claim);
     return `${CITE_OPEN}${matched ? "m" : ""}${index}${CITE_CLOSE}`;
   });
+}
+
+const CLAIM_LOOKBACK = 600; // characters before a tag searched for its sentence: a long sentence, not a chapter
+const ANY_CITATION_TAG = /<(?:kb|web)(?:\s+[a-z_]+="[^"<>]*")*\s*\/>/g;
+const SENTENCE_BREAK = /(?<=[.!?\u3002\uff01\uff1f])\s+|\n+/;
+
+/** The sentence a citation tag at `offset` stands after (other tags removed). */
+function claimBefore(text, offset) {
+  const before = text.slice(Math.max(0, offset - CLAIM_LOOKBACK), offset).replace(ANY_CITATION_TAG, " ");
+  const sentences = before.split(SENTENCE_BREAK).filter((sentence) => sentence.trim());
+  return (sentences.pop() || "").trim();
 }
 
 export const MATCHED_NOTE = "matched by Ragline, not cited by the model";
@@ -203,6 +219,17 @@ function renderBlocks(lines) {
     out.push(`<p>${inline(paragraph.join("\n"))}</p>`);
   }
   return out.join("");
+}
+
+/**
+ * Render a document's Markdown (a reference's passage) to safe HTML. Unlike an answer it has no
+ * citations: a citation tag a document holds stays visible as text, like any other markup.
+ * @param {string} text
+ * @returns {string}
+ */
+export function renderMarkdown(text) {
+  const source = String(text || "").replace(PRIVATE, "");
+  return renderBlocks(escapeHtml(source).replace(/\r\n?/g, "\n").split("\n"));
 }
 
 /**

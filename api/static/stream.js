@@ -132,3 +132,38 @@ function explainJoinError(error, lastEventId) {
   }
   return error;
 }
+
+/**
+ * Follow any other event stream (an ingestion job's progress) with the key in a header, never in
+ * the URL (a URL ends up in access logs and browser history), resuming with Last-Event-ID.
+ * @param {object} o
+ * @param {Api} o.api
+ * @param {string} o.path
+ * @param {(event: object) => boolean} o.onEvent every event in order; true when it was the last
+ * @param {AbortSignal} [o.signal]
+ * @returns {Promise<{outcome: "complete"|"failed"|"aborted", error?: ApiError}>}
+ */
+export async function followEvents({ api, path, onEvent, signal = new AbortController().signal }) {
+  let lastEventId = null;
+  let finished = false;
+  let retryMs = 1000;
+  let failures = 0;
+  for (;;) {
+    try {
+      await readOnce(api, { method: "GET", path }, lastEventId, (frame) => {
+        failures = 0;
+        lastEventId = frame.id || lastEventId;
+        if (onEvent(frame.event)) finished = true;
+      }, (ms) => { retryMs = ms; }, signal);
+      if (finished) return { outcome: "complete" };
+    } catch (error) {
+      if (signal.aborted) return { outcome: "aborted" };
+      if (finished) return { outcome: "complete" };
+      if (!error.retryable) return { outcome: "failed", error };
+    }
+    failures += 1;
+    if (failures > MAX_ATTEMPTS) return { outcome: "failed", error: new ApiError("The connection to the server was lost and did not come back.") };
+    await sleep(Math.min(retryMs * failures, RETRY_MAX_MS), signal);
+    if (signal.aborted) return { outcome: "aborted" };
+  }
+}

@@ -40,6 +40,17 @@ async def test_a_new_session_gets_its_title_as_an_event_before_the_stream_ends(c
     assert (await client.get(f"/api/v1/sessions/{sid}")).json()["title"] == "Capital of France"
 
 
+async def test_a_quick_answer_keeps_its_stream_open_for_a_title_slower_than_the_answer(client, scripted_model):
+    # A fixed "not found" answer needs no model call; a local model answers the title call only
+    # after query understanding, seconds after the answer's `complete`.
+    scripted_model.on(title_request, Reply.text("Capital of France", delay=4))
+    scripted_model.on(lambda b: True, Reply.text("Paris."))
+    sid = await new_session(client)
+    got = await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json=ASK)
+    assert [f.event["content"] for f in got if f.type == "session_title"] == ["Capital of France"]
+    assert types(got)[-1] == "session_title"  # it came after complete, on the same stream
+
+
 async def test_a_client_that_drops_and_reconnects_with_last_event_id_gets_exactly_the_rest(client, scripted_model):
     scripted_model.on(lambda b: True, Reply.text(WORDS, chunk_delay=0.02))
     sid = await new_session(client, title="t")

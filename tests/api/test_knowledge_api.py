@@ -111,6 +111,19 @@ async def test_knowledge_chat_sends_the_references_before_the_answer(acme, scrip
     assert any("two years" in r.get("content", "") for r in references)
 
 
+async def test_a_stored_answer_lists_the_references_its_stream_sent_with_their_titles(acme, scripted_model):
+    scripted_model.on(lambda b: True, Reply.text('Two years <ref id="c1"/>.'))
+    kb, doc = await kettle_kb(acme, "kettle-reopened")
+    sid = (await acme.post(f"{V1}/sessions", json={"title": "kettle"})).json()["id"]
+    question = {"query": "How long is the kettle warranty?", "knowledge_base_ids": [kb], "rewrite_enabled": False}
+    got = await collect(acme, "POST", f"{V1}/sessions/{sid}/knowledge-chat", json=question)
+    live = next(f.event["knowledge_references"] for f in got if f.type == "references")
+    stored = (await acme.get(f"{V1}/sessions/{sid}/messages")).json()["items"][-1]
+    assert stored["knowledge_references"] == live  # what a reopened conversation cites is what the live answer cited
+    warranty = next(r for r in stored["knowledge_references"] if r["knowledge_id"] == doc)
+    assert warranty["title"] == "Warranty" and f'chunk_id="{warranty["chunk_id"]}"' in stored["content"]
+
+
 def knowledge_requests(kb: str, doc: str, job: str = "JOB") -> list[tuple[str, str, dict]]:
     base = f"{V1}/knowledge-bases/{kb}"
     return [

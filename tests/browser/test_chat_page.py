@@ -225,8 +225,12 @@ def test_an_upload_shows_its_progress_and_the_indexed_document(page, tmp_path):
     page.click(".kb-documents")
     page.locator("#documents .document").first.wait_for()
     record_texts(page, ".upload-status")
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
     page.set_input_files("#upload-input", str(manual))
     page.locator(".upload.ready").wait_for(timeout=60_000)
+    assert any(url.endswith("/events") for url in urls), urls  # followed with the key in a header...
+    assert not any("api_key" in url or API_KEY in url for url in urls), urls  # ...never in a URL (access logs keep URLs)
     statuses = seen_texts(page, ".upload-status")
     assert any(s.startswith("uploading") for s in statuses), statuses
     assert "queued…" in statuses, statuses  # then the job's own progress, from its SSE events (replayed from the start)
