@@ -89,8 +89,10 @@ class ThreadServer:
 class ProcessServer:
     """`python -m ragline serve` in a subprocess: a replica that can be killed for real."""
 
-    def __init__(self, env: dict[str, str], port: int | None = None, log: Path | None = None, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, env: dict[str, str], port: int | None = None, log: Path | None = None, args: tuple[str, ...] = (),
+                 log_level: str = "warning") -> None:
         self.port = port or free_port()
+        self.log_level = log_level
         self.env = {**os.environ, **env}
         self.log = log
         self.args = args  # extra `ragline serve` arguments, e.g. ("--sample",)
@@ -103,7 +105,7 @@ class ProcessServer:
     def start(self, timeout: float = 60) -> ProcessServer:
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (kept open for the child's life)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ragline", "serve", *self.args, "--port", str(self.port), "--log-level", "warning"],
+            [sys.executable, "-m", "ragline", "serve", *self.args, "--port", str(self.port), "--log-level", self.log_level],
             cwd=ROOT, env=self.env, stdout=out, stderr=out,
         )
         deadline = time.monotonic() + timeout

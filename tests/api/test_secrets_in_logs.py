@@ -5,39 +5,23 @@ and its whole log is searched for them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 
 import httpx
 
-from tests.api.live import ROOT, free_port
+from tests.api.live import ProcessServer
 from tests.conftest import SCRIPTED
 
 VALID, WRONG = "valid-key-7f3a9c", "wrong-key-55d1e0"
 
 
 def test_no_key_valid_or_wrong_appears_in_the_servers_log(tmp_path, scripted_server):
-    port, log = free_port(), tmp_path / "serve.log"
+    log = tmp_path / "serve.log"
     env = {"RAGLINE_DATA_DIR": str(tmp_path / "data"), "RAGLINE_API_KEYS": json.dumps({VALID: "acme"}),
            "RAGLINE_CHAT_MODEL": SCRIPTED, "RAGLINE_CHAT_API_BASE": scripted_server.base_url, "RAGLINE_CHAT_API_KEY": "k"}
-    with log.open("wb") as sink:
-        server = subprocess.Popen([sys.executable, "-m", "ragline", "serve", "--port", str(port), "--log-level", "info"],
-                                  cwd=ROOT, env={**os.environ, **env}, stdout=sink, stderr=sink)
-    base = f"http://127.0.0.1:{port}"
+    server = ProcessServer(env, log=log, log_level="info").start(timeout=120)
+    base = server.url
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        kb = httpx.post(f"{base}/api/v1/knowledge-bases", json={"name": "manuals"}, headers={"X-API-Key": VALID}).json()
-        kb_id = kb.get("id") or kb.get("data", {}).get("id")
+        kb_id = httpx.post(f"{base}/api/v1/knowledge-bases", json={"name": "manuals"}, headers={"X-API-Key": VALID}).json()["id"]
         statuses = [
             httpx.get(f"{base}/api/v1/knowledge-bases/{kb_id}/jobs/nope/events?api_key={VALID}").status_code,
             httpx.get(f"{base}/api/v1/knowledge-bases/{kb_id}/jobs/nope/events?api_key={WRONG}").status_code,
@@ -46,8 +30,7 @@ def test_no_key_valid_or_wrong_appears_in_the_servers_log(tmp_path, scripted_ser
         ]
         assert 401 in statuses and 404 in statuses  # the requests were really served (and logged)
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        server.stop()
     text = log.read_text()
     assert "/jobs/nope/events?api_key=[redacted]" in text  # the access log has the lines...
     assert VALID not in text and WRONG not in text  # ...and no key
