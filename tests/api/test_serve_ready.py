@@ -71,10 +71,12 @@ def test_health_is_not_ok_before_the_local_model_is_loaded_and_the_first_answer_
             time.sleep(0.2)
         assert "local model ready" in log.read_text(), "/health said ok before the local model was loaded"
         assert probes_while_loading and all(status != 200 for status in probes_while_loading)
-        (first, first_text), (second, second_text) = (_first_token_s(base, q) for q in QUESTIONS)
-        assert "16 seconds" in first_text and "30" in second_text
-        # the first answer after ready is an ordinary one: not several times the second (model loading was ~10 s)
-        assert first <= 1.5 * second + 1.0, (first, second)
+        # the first question, another, then the first again: its prompt is prefilled the same way both
+        # times (after a different question), so only first-use costs could tell the two apart
+        (first, first_text), (_, other_text), (again, _) = (_first_token_s(base, q) for q in (*QUESTIONS, QUESTIONS[0]))
+        assert "16 seconds" in first_text and "30" in other_text
+        # the first answer after ready is an ordinary one: not several times the same answer later (model loading was ~10 s)
+        assert first <= 1.5 * again + 1.0, (first, again)
     finally:
         server.terminate()
         server.wait(timeout=60)
