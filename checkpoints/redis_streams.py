@@ -20,7 +20,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from ragline import defaults
-from ragline.checkpoints.streams import Event, StreamEntry
+from ragline.checkpoints.streams import Event, Fence, FenceLost, StreamEntry
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,15 @@ LINGER_S = 2.0  # a stream stays in the shared XREAD this long after its last wa
 TTL_REFRESH_S = 60.0  # an append renews its stream's TTL at most this often: a log expires ttl_s after its last event, give or take this
 TTL_TRACKED_MAX = 10_000  # streams whose TTL renewal is tracked before the stale ones are forgotten
 HELD_MAX = 256  # entries the shared XREAD keeps per stream for its reader to come back for
+_FENCE_LOST = "FENCE_LOST"
+
+# KEYS: the stream, the lease, the run record. ARGV: holder, ttl ms, the event. (checkpoints/streams.py: Fence)
+_FENCED_XADD = f"""
+local holder = redis.call('GET', KEYS[2])
+if not holder and redis.call('EXISTS', KEYS[3]) == 1 then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+elseif holder ~= ARGV[1] then return redis.error_reply('{_FENCE_LOST} the run is held by another replica, or has ended') end
+return redis.call('XADD', KEYS[1], '*', 'e', ARGV[3])
+"""
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,7 @@ class _Append:
     fields: dict[str, str]
     renew_ttl: bool
     future: asyncio.Future[str]
+    fence: Fence | None = None
 
 
 @dataclass
@@ -87,6 +97,7 @@ class RedisStreamManager:
         self._outbox: list[_Append] = []  # appends waiting for the batch on its way to go
         self._sender: asyncio.Task[None] | None = None
         self._gathering = False  # the reader is about to start an XREAD: its positions are not fixed yet
+        self._fenced_xadd = redis.register_script(_FENCED_XADD)
 
     def key(self, session_id: str, message_id: str) -> str:
         return f"{self.prefix}:{session_id}:{message_id}"
@@ -94,18 +105,18 @@ class RedisStreamManager:
     def valid_id(self, entry_id: str) -> bool:
         return bool(_REDIS_ID.match(entry_id))
 
-    async def append(self, session_id: str, message_id: str, event: Event) -> str:
+    async def append(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> str:
         """Appends made while a batch is on its way go out together in the next one: one round trip
         and one MULTI/EXEC for every run's token of a loop pass, not an XADD of its own each."""
-        return await self.append_soon(session_id, message_id, event)  # a caller cancelled meanwhile: its append may still go out
+        return await self.append_soon(session_id, message_id, event, fence)  # a caller cancelled meanwhile: its append may still go out
 
-    def append_soon(self, session_id: str, message_id: str, event: Event) -> asyncio.Future[str]:
+    def append_soon(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> asyncio.Future[str]:
         """`append` for a caller that cannot wait (a stage emitting an event): the event joins the next
         batch, in order, and the future tells its entry id or what went wrong."""
         key = self.key(session_id, message_id)
         fields = {"e": json.dumps(event, ensure_ascii=False, separators=(",", ":"))}
         renew_ttl = self._ttl_fresh_until.get(key, 0.0) <= time.monotonic()  # not set or refreshed by this process within TTL_REFRESH_S
-        pending = _Append(key, fields, renew_ttl, asyncio.get_running_loop().create_future())
+        pending = _Append(key, fields, renew_ttl, asyncio.get_running_loop().create_future(), fence)
         self._outbox.append(pending)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send_appends(), name="stream-appends")
@@ -130,7 +141,11 @@ class RedisStreamManager:
         async with self.redis.pipeline(transaction=True) as pipe:
             renewed: set[str] = set()  # one EXPIRE per stream and batch, after its first XADD
             for pending in batch:
-                pipe.xadd(pending.key, pending.fields)
+                if pending.fence is None:
+                    pipe.xadd(pending.key, pending.fields)
+                else:
+                    fence = pending.fence
+                    await self._fenced_xadd(keys=[pending.key, fence.lease_key, fence.record_key], args=[fence.holder, fence.ttl_ms, pending.fields["e"]], client=pipe)
                 if pending.renew_ttl and pending.key not in renewed:
                     pipe.expire(pending.key, self.ttl_s)
                     renewed.add(pending.key)
@@ -143,6 +158,8 @@ class RedisStreamManager:
                 renewed.discard(pending.key)
                 self._forget_stale_ttls(now)
                 self._ttl_fresh_until[pending.key] = now + TTL_REFRESH_S
+            if isinstance(reply, Exception) and _FENCE_LOST in str(reply):
+                reply = FenceLost(str(reply).partition(_FENCE_LOST)[2].strip())
             _settle(pending.future, reply if isinstance(reply, Exception) else _text(reply))
 
     def _forget_stale_ttls(self, now: float) -> None:

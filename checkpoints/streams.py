@@ -4,7 +4,9 @@ A run appends every event it emits to the log keyed by (session id, assistant me
 responses read it from an offset. Two operations and a blocking wait:
 
 - `append(session, message, event) -> entry id`, and `append_soon` for a caller that cannot wait
-  (done at once in process; on Redis, queued for the next batch and answered by a future)
+  (done at once in process; on Redis, queued for the next batch and answered by a future). With a
+  `Fence`, the append goes in only while its writer still holds the run's lease (FenceLost
+  otherwise), checked in the same atomic step as the write
 - `read(session, message, after=None) -> entries after that id` (all of them when None)
 - `wait(session, message, after, timeout) -> entries after that id`, blocking until there are some
   or the timeout passes (readers never poll).
@@ -34,10 +36,28 @@ class StreamEntry:
     event: Event
 
 
-class StreamManager(Protocol):
-    async def append(self, session_id: str, message_id: str, event: Event) -> str: ...
+@dataclass(frozen=True)
+class Fence:
+    """An append goes in only while `lease_key` names `holder`. A lease that expired untaken, of a
+    run not yet finished (`record_key` exists), is taken back for `ttl_ms`, as a late renewal does.
 
-    def append_soon(self, session_id: str, message_id: str, event: Event) -> asyncio.Future[str] | None: ...
+    Without it, a replica whose event loop stalled past its lease goes on appending while the
+    replica that took the run over appends too: the client sees parts of the answer's events twice."""
+
+    lease_key: str
+    record_key: str
+    holder: str
+    ttl_ms: int
+
+
+class FenceLost(Exception):
+    """The fence's key names another holder: the writer no longer owns the log."""
+
+
+class StreamManager(Protocol):
+    async def append(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> str: ...
+
+    def append_soon(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> asyncio.Future[str] | None: ...
 
     async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]: ...
 
@@ -66,10 +86,10 @@ class MemoryStreamManager:
     def valid_id(self, entry_id: str) -> bool:
         return entry_id.isdigit() and len(entry_id) < 19
 
-    async def append(self, session_id: str, message_id: str, event: Event) -> str:
-        return self.append_now(session_id, message_id, event)
+    async def append(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> str:
+        return self.append_now(session_id, message_id, event)  # one process holds every run: no fence to check
 
-    def append_soon(self, session_id: str, message_id: str, event: Event) -> None:
+    def append_soon(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> None:
         """`append` for a caller that cannot wait (a stage emitting an event): here it is done at once."""
         self.append_now(session_id, message_id, event)
 

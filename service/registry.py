@@ -17,6 +17,7 @@ from typing import Protocol
 from redis.asyncio import Redis
 
 from ragline import defaults
+from ragline.checkpoints.streams import Fence
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class RunRegistry(Protocol):
     async def renew(self, message_id: str, holder: str, ttl_s: float) -> bool: ...
 
     async def release(self, message_id: str, holder: str) -> None: ...
+
+    def fence(self, message_id: str, holder: str, ttl_s: float) -> Fence | None:
+        """What the run's appends to its log check (checkpoints/streams.py: Fence); None when one process holds every run."""
+        ...
 
     async def orphans(self) -> list[RunRecord]: ...
 
@@ -107,16 +112,20 @@ class MemoryRunRegistry:
     async def release(self, message_id: str, holder: str) -> None:
         return None
 
+    def fence(self, message_id: str, holder: str, ttl_s: float) -> Fence | None:
+        return None
+
     async def orphans(self) -> list[RunRecord]:
         return []
 
 
 # compare-and-set scripts: only the holder renews or releases its lease. A holder whose beat came
 # late (a starved event loop) takes its expired lease back unless another replica took the run.
+# A finished run (its record deleted) is never taken back.
 _RENEW = (
     "local holder = redis.call('GET', KEYS[1]) "
     "if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
-    "if not holder then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end "
+    "if not holder and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end "
     "return 0"
 )
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
@@ -181,7 +190,10 @@ class RedisRunRegistry:
         return bool(await self.redis.set(self._k("lease", message_id), holder, nx=True, px=int(ttl_s * 1000)))
 
     async def renew(self, message_id: str, holder: str, ttl_s: float) -> bool:
-        return bool(await self.redis.eval(_RENEW, 1, self._k("lease", message_id), holder, int(ttl_s * 1000)))
+        return bool(await self.redis.eval(_RENEW, 2, self._k("lease", message_id), self._k("run", message_id), holder, int(ttl_s * 1000)))
+
+    def fence(self, message_id: str, holder: str, ttl_s: float) -> Fence | None:
+        return Fence(self._k("lease", message_id), self._k("run", message_id), holder, int(ttl_s * 1000))
 
     async def release(self, message_id: str, holder: str) -> None:
         await self.redis.eval(_RELEASE, 1, self._k("lease", message_id), holder)

@@ -16,7 +16,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragline.checkpoints.streams import Event, StreamManager
+from ragline.checkpoints.streams import Event, Fence, FenceLost, StreamManager
 from ragline.graph.context import ExclusiveSink, RunContext
 from ragline.graph.events import ResponseType, StreamResponse, as_json
 from ragline.graph.request import PipelineRequest
@@ -44,6 +44,13 @@ class Run:
     ended: bool = False  # the graph reached its end: no failure, no stop, no timeout
     stage_events: StageEvents | None = None  # the sink the stages emit into, when the run has one
     start_slot: StartSlot | None = None  # held from the start of the run until its answer streams
+    fence: Fence | None = None  # what its appends check: that this replica still holds the run
+
+    def lose_lease(self) -> None:
+        """Another replica holds the run now: end this copy of it without a word more to its log."""
+        self.lease_lost = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
 
     @property
     def context(self) -> RunContext:
@@ -81,7 +88,7 @@ class StageEvents(ExclusiveSink):
         run.driver.see(as_dict.get("response_type", ""), as_dict.get("data"))  # failures and open cards, as if the driver read it
         admitted = run.admit(as_dict)
         if admitted is not None:
-            sent = self.streams.append_soon(run.record.session_id, run.record.message_id, admitted)
+            sent = self.streams.append_soon(run.record.session_id, run.record.message_id, admitted, run.fence)
             if sent is not None:
                 self._last = sent
                 sent.add_done_callback(self._check)
@@ -89,6 +96,8 @@ class StageEvents(ExclusiveSink):
 
     def _check(self, sent: asyncio.Future[str]) -> None:
         failure = None if sent.cancelled() else sent.exception()  # read either way: no "never retrieved" warning
+        if isinstance(failure, FenceLost):
+            self.run.lose_lease()
         if self._failure is None:
             self._failure = failure
 

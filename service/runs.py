@@ -28,7 +28,7 @@ import uuid
 from typing import Any
 
 from ragline import defaults
-from ragline.checkpoints.streams import Event
+from ragline.checkpoints.streams import Event, FenceLost
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import as_json
@@ -152,7 +152,7 @@ class RunManager:
         )
         driver = TurnDriver(self.backend.graph, context, config=threads.thread_config(record.session_id),
                             durability=self.backend.durability)
-        run = Run(record, driver, request)
+        run = Run(record, driver, request, fence=self.backend.registry.fence(record.message_id, self.holder, self.lease_ttl_s))
         run.stage_events = StageEvents(self.backend.streams, run)  # a stage's events go straight into the log
         run.context.event_sink = run.stage_events
         self._runs[record.message_id] = run
@@ -202,6 +202,9 @@ class RunManager:
                 raise  # another replica holds (or will take over) the run
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             run.context.cancel_event.set()  # cancelled hard: a stop, or the shutdown of an in-process run
+        except FenceLost:  # a stage's event was refused (StageEvents.delivered): another replica holds the run
+            self._runs.pop(record.message_id, None)
+            raise asyncio.CancelledError from None
         except Exception as exc:  # the driver turns graph failures into an error event; this is the rest
             log.exception("run %s failed", record.message_id)
             if not run.transcript.failed:
@@ -221,9 +224,15 @@ class RunManager:
 
     async def _write(self, run: Run, event: Event, *, final: bool = False) -> None:
         admitted = event if final else run.admit(event)
-        if admitted is not None:
-            await self.backend.streams.append(run.record.session_id, run.record.message_id, admitted)
-            run.transcript.add(admitted)
+        if admitted is None:
+            return
+        try:
+            await self.backend.streams.append(run.record.session_id, run.record.message_id, admitted, run.fence)
+        except FenceLost:
+            log.warning("run %s was taken over by another replica: its event was not written", run.record.message_id)
+            run.lose_lease()
+            raise asyncio.CancelledError from None  # as the heartbeat's cancel would: nothing more of this copy runs
+        run.transcript.add(admitted)
 
     async def _finish(self, run: Run) -> None:
         record = run.record
@@ -339,9 +348,7 @@ class RunManager:
                 continue
             if not held:
                 log.warning("run %s was taken over by another replica", run.record.message_id)
-                run.lease_lost = True
-                if run.task is not None:
-                    run.task.cancel()
+                run.lose_lease()
                 return
 
     async def _recover_orphans(self) -> None:

@@ -298,3 +298,26 @@ async def test_redis_reader_behind_the_shared_cursor_still_gets_every_entry(redi
     entries = await streams.wait("s", "m", second, timeout=30)  # the reader saw entry 2, not yet 3
     assert [e.event["content"] for e in entries] == ["t3", "t4"]
     await streams.aclose()
+
+
+async def test_a_fenced_append_goes_in_only_while_its_writer_holds_the_lease(redis):
+    from ragline.checkpoints.streams import Fence, FenceLost
+
+    streams = RedisStreamManager(redis)
+    fence = Fence("lease:m", "run:m", "A", 5_000)
+    await redis.set("run:m", "{}")
+    await redis.set("lease:m", "A")
+    await streams.append("s", "m", ev(1), fence)
+    await redis.delete("lease:m")  # expired, nobody took it, the run goes on: taken back, as a late renewal does
+    await streams.append("s", "m", ev(2), fence)
+    assert await redis.get("lease:m") in (b"A", "A") and 0 < await redis.pttl("lease:m") <= 5_000
+    await redis.set("lease:m", "B")  # another replica took the run over
+    with pytest.raises(FenceLost):
+        await streams.append("s", "m", ev(3), fence)
+    await redis.delete("lease:m", "run:m")  # the run ended: nothing is taken back
+    with pytest.raises(FenceLost):
+        await streams.append("s", "m", ev(4), fence)
+    assert await redis.get("lease:m") is None
+    await streams.append("s", "m", ev(5))  # unfenced appends (a stop, a title) are not held back
+    assert [entry.event["content"] for entry in await streams.read("s", "m")] == ["t1", "t2", "t5"]
+    await streams.aclose()

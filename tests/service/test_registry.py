@@ -67,3 +67,14 @@ async def test_a_late_heartbeat_takes_back_an_expired_lease_nobody_took(redis):
     await asyncio.sleep(0.25)
     assert await registry.renew("m1", "A", 5)
     assert await registry.orphans() == []
+
+
+async def test_a_late_heartbeat_never_takes_back_the_lease_of_a_run_that_ended(redis):
+    """The replica that took the run over finished it: the stalled one must not start holding it again."""
+    registry = RedisRunRegistry(redis)
+    await registry.begin(record(), "A", 0.1)
+    await asyncio.sleep(0.25)
+    assert await registry.acquire("m1", "B", 5)
+    await registry.finish(record())
+    assert not await registry.renew("m1", "A", 5)
+    assert await redis.get("ragline:lease:m1") is None

@@ -84,3 +84,25 @@ async def test_the_answers_first_text_frees_the_runs_start_slot_and_nothing_befo
     relay(events.thinking(TURN, "Hm"))
     assert not run.start_slot.held
     await asyncio.wait_for(slots.take(), 1)
+
+
+async def test_a_stage_event_refused_for_a_lost_lease_ends_this_copy_of_the_run(redis):
+    """Another replica took the run over while this one's loop stalled: nothing more of it reaches the log."""
+    from ragline.checkpoints.streams import Fence, FenceLost
+
+    streams = RedisStreamManager(redis)
+    relay, _, run = _relay(streams)
+    run.fence = Fence("lease:a", "run:a", "A", 5_000)
+    await redis.set("run:a", "{}")
+    await redis.set("lease:a", "A")
+    run.task = asyncio.create_task(asyncio.sleep(30))
+    relay(events.answer(TURN, "mine"))
+    await relay.delivered()
+    await redis.set("lease:a", "B")
+    relay(events.answer(TURN, " theirs"))
+    with pytest.raises(FenceLost):
+        await relay.delivered()
+    await asyncio.sleep(0)
+    assert run.lease_lost and run.task.cancelled()
+    assert [entry.event["content"] for entry in await streams.read("s", "a")] == ["mine"]
+    await streams.aclose()
