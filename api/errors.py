@@ -25,6 +25,7 @@ from ragline.service.access import (
     InvalidRequestError,
     NotFoundError,
     ServiceError,
+    UnprocessableError,
 )
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ _SERVICE_STATUS: list[tuple[type[Exception], int, str]] = [
     (NotFoundError, 404, "not_found"),
     (ForbiddenError, 403, "forbidden"),
     (ConflictError, 409, "conflict"),
+    (UnprocessableError, 422, "invalid_request"),
     (InvalidRequestError, 400, "bad_request"),
     # another tenant's knowledge base is "not found": its existence must not leak
     (retrieval_errors.KnowledgeBaseNotFoundError, 404, "not_found"),

@@ -51,6 +51,7 @@ from ragline.retrieval.types import (
 )
 from ragline.service.access import Principal
 from ragline.service.jobs import JobRecord
+from ragline.service.knowledge_access import authorize_knowledge
 
 TAG = "knowledge"
 WRITE_ERRORS = (400, 401, 404, 409, 422)
@@ -62,14 +63,7 @@ def _json(model: Any, status: int = 200) -> JSONResponse:
 
 async def authorize_search(stack: Any, who: Principal, kb_ids: list[str], knowledge_ids: list[str]) -> None:
     """A question may only search knowledge bases (and documents of them) its tenant can read."""
-    readable = {kb.id for kb in stack.searcher.authorize(kb_ids, who.tenant_id)} if kb_ids else set()
-    documents = stack.catalog.get_knowledge_many(knowledge_ids)
-    for knowledge_id in knowledge_ids:
-        document = documents.get(knowledge_id)
-        if document is None:
-            raise NotFound(f"document {knowledge_id} not found")
-        if document.knowledge_base_id not in readable:
-            stack.knowledge_bases.get(document.knowledge_base_id, who.tenant_id)
+    authorize_knowledge(stack, who.tenant_id, kb_ids, knowledge_ids)
 
 
 async def _kb(request: Request, who: Principal) -> tuple[Any, KnowledgeBase]:

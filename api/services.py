@@ -19,6 +19,7 @@ from ragline.api.auth import KeyRing
 from ragline.ingestion.service import IngestionService
 from ragline.retrieval.stack import RetrievalStack
 from ragline.service.access import Principal
+from ragline.service.assistant_service import AssistantService
 from ragline.service.backend import Backend, open_backend, stream_kind
 from ragline.service.conversations import SessionService
 from ragline.service.job_service import JobService, open_jobs
@@ -36,6 +37,7 @@ class AppServices:
     keyring: KeyRing
     core: Services
     jobs: JobService  # ingestion jobs: run here (embedded) or by `ragline worker`s (Redis)
+    assistants: AssistantService
 
     def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
         return self.keyring.authenticate(request, allow_query=allow_query)
@@ -59,7 +61,8 @@ async def open_services(settings: Settings, core: Services | None = None) -> Asy
         try:
             shared = backend.redis is not None and stream_kind(settings) == "redis"
             async with open_jobs(settings, backend.streams, core, shared=shared) as jobs:
-                yield AppServices(settings, backend, runs, SessionService(backend, runs), keyring, core, jobs)
+                assistants = AssistantService(backend.assistants, core)
+                yield AppServices(settings, backend, runs, SessionService(backend, runs), keyring, core, jobs, assistants)
         finally:
             await runs.aclose()
             await core.aclose()

@@ -37,6 +37,11 @@ class InvalidRequestError(ServiceError):
     pass
 
 
+class UnprocessableError(InvalidRequestError):
+    """Well-formed input that asks for something this service refuses (HTTP 422): a setting an
+    assistant does not let a turn override, a mode not available yet."""
+
+
 def check_readable(resource: object | None, who: Principal, what: str = "session") -> None:
     if resource is None or getattr(resource, "tenant_id", None) != who.tenant_id:
         raise NotFoundError(f"{what} not found")

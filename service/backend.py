@@ -1,9 +1,9 @@
 """The stores behind the service, chosen once from settings (seed: stream/factory.go + container).
 
-| settings | checkpoints | sessions | event streams | runs (registry) |
+| settings | checkpoints | sessions, assistants | event streams | runs (registry) |
 | --- | --- | --- | --- | --- |
 | checkpointer=memory | in memory | in memory | in process | in process |
-| checkpointer=sqlite (default) | data_dir/service/checkpoints.sqlite | sessions.sqlite beside it | in process | in process |
+| checkpointer=sqlite (default) | data_dir/service/checkpoints.sqlite | sessions.sqlite, assistants.sqlite beside it | in process | in process |
 | checkpointer=redis (default with redis_url) | langgraph-checkpoint-redis | Redis | Redis Streams | Redis: leases, takeover |
 
 Runs survive the death of their process only when checkpoints, streams and the registry are all in
@@ -29,6 +29,12 @@ from ragline.checkpoints.savers import (
 from ragline.checkpoints.streams import MemoryStreamManager, StreamManager
 from ragline.graph.builder import Graph
 from ragline.graph.turn import Durability
+from ragline.service.assistants import (
+    AssistantStore,
+    MemoryAssistantStore,
+    RedisAssistantStore,
+    SqliteAssistantStore,
+)
 from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRegistry
 from ragline.service.sessions import (
     MemorySessionStore,
@@ -59,6 +65,7 @@ class Backend:
     streams: StreamManager
     registry: RunRegistry
     sessions: SessionStore
+    assistants: AssistantStore
     redis: Any = None  # redis.asyncio.Redis when one is configured
 
     @property
@@ -102,10 +109,40 @@ async def open_backend(settings: Settings, graph_name: str = "ragline") -> Async
             saver = await stack.enter_async_context(redis_saver(url))
             sessions = RedisSessionStore(redis)
         stack.push_async_callback(sessions.aclose)
+        assistants = assistant_store(checkpoints, settings, redis)
+        stack.push_async_callback(assistants.aclose)
         streams: StreamManager = RedisStreamManager(redis) if streams_kind == "redis" else MemoryStreamManager()
         stack.push_async_callback(streams.aclose)
         registry: RunRegistry = (
             RedisRunRegistry(redis) if checkpoints == "redis" and streams_kind == "redis" else MemoryRunRegistry()
         )
         graph = build_graph(graph_name, checkpointer=saver)
-        yield Backend(settings, graph, saver, streams, registry, sessions, redis)
+        yield Backend(settings, graph, saver, streams, registry, sessions, assistants, redis)
+
+
+def assistant_store(checkpoints: str, settings: Settings, redis: Any) -> AssistantStore:
+    """Assistants kept beside the sessions: in memory, in data_dir/service, or in the shared Redis."""
+    if checkpoints == "memory":
+        return MemoryAssistantStore()
+    if checkpoints == "sqlite":
+        return SqliteAssistantStore(settings.data_dir / "service" / "assistants.sqlite")
+    return RedisAssistantStore(redis)
+
+
+@asynccontextmanager
+async def open_assistant_store(settings: Settings) -> AsyncIterator[AssistantStore]:
+    """The store `ragline serve` with these settings keeps its assistants in, for a host without
+    the rest of the backend (the CLI)."""
+    kind = checkpointer_kind(settings)
+    if kind == "redis" and not settings.redis_url:
+        raise BackendConfigError("Redis was chosen for checkpoints but RAGLINE_REDIS_URL is not set")
+    async with AsyncExitStack() as stack:
+        redis: Any = None
+        if kind == "redis":
+            from redis.asyncio import Redis
+
+            redis = Redis(connection_pool=redis_pool(settings.redis_url or "", decode_responses=True))
+            stack.push_async_callback(redis.aclose)
+        store = assistant_store(kind, settings, redis)
+        stack.push_async_callback(store.aclose)
+        yield store

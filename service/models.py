@@ -7,7 +7,7 @@ allowed, plus `allowed_models`, or the tenant's own list in `tenant_models`.
 
 from __future__ import annotations
 
-from ragline.graph.request import PipelineRequest
+from ragline.graph.request import AgentConfig, PipelineRequest
 from ragline.service.access import InvalidRequestError
 from ragline.settings import Settings
 
@@ -20,8 +20,9 @@ def allowed_models(settings: Settings, tenant_id: str) -> set[str]:
     return {model for model in (*configured, *extra) if model}
 
 
-def check_models(request: PipelineRequest, settings: Settings, tenant_id: str) -> None:
-    """InvalidRequestError naming the first model the tenant may not use."""
+def check_models(request: PipelineRequest | AgentConfig, settings: Settings, tenant_id: str) -> None:
+    """InvalidRequestError naming the first model the tenant may not use (of a request, or of an
+    assistant's configuration)."""
     allowed = allowed_models(settings, tenant_id)
     for field in MODEL_FIELDS:
         model = getattr(request, field)

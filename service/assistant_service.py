@@ -1,0 +1,149 @@
+"""Assistants for a caller: create, read, list, update (a new version), delete, and the request
+of a turn that names one (issue 28). Every door (HTTP, the CLI, the OpenAI-compatible API, MCP)
+goes through here, so each applies the same rules:
+
+- a model an assistant names must be on the server's allow list for the tenant (service/models.py);
+- the knowledge bases and documents it names must be readable by the tenant;
+- a turn naming an assistant runs with the assistant's latest version as its agent configuration,
+  and may set only the settings the assistant lists as overridable (the question itself always);
+- an assistant in agent mode can be stored, but a turn naming it is refused until agent mode exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragline.graph.request import AgentConfig, PipelineRequest, effective_request
+from ragline.service.access import NotFoundError, Principal, UnprocessableError
+from ragline.service.assistants import (
+    SETTINGS,
+    Assistant,
+    AssistantMode,
+    AssistantStore,
+    Description,
+    Name,
+    Overridable,
+    Tools,
+)
+from ragline.service.knowledge_access import authorize_knowledge, knowledge_named
+from ragline.service.models import check_models
+from ragline.services import Services
+
+PER_QUESTION = ("query", "images")  # what every turn sets itself, whatever the assistant allows
+AGENT_MODE_UNAVAILABLE = "agent mode is not available yet"
+
+
+class AssistantCreate(BaseModel):
+    """A new assistant; unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name
+    description: Description = ""
+    mode: AssistantMode = Field("pipeline", description=f"pipeline (the seed's RAG graph) or agent (stored; its turns are refused: {AGENT_MODE_UNAVAILABLE}).")
+    config: AgentConfig = Field(default_factory=AgentConfig, description="Defaults of every request setting for the turns that name it.")
+    overridable: Overridable = Field(default_factory=lambda: list(SETTINGS), description="Settings a turn may set itself (default: all).")
+    tools: Tools = Field(default_factory=list)
+
+
+class AssistantUpdate(BaseModel):
+    """Changes making the assistant's next version; a field left out (or null) stays as it was."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = None
+    description: Description | None = None
+    mode: AssistantMode | None = None
+    config: AgentConfig | None = Field(None, description="Settings to change: each one given replaces the stored one, null clears it; the others stay.")
+    overridable: Overridable | None = None
+    tools: Tools | None = None
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    request: PipelineRequest  # the assistant's configuration overlaid with what the turn set itself
+    assistant: Assistant  # the version the turn runs with
+
+
+def merged_config(stored: AgentConfig, changes: AgentConfig) -> AgentConfig:
+    """`stored` with each setting `changes` names replaced (a null clearing it)."""
+    kept = stored.model_dump(exclude_none=True)
+    given = {name: getattr(changes, name) for name in changes.model_fields_set}
+    merged = {name: value for name, value in {**kept, **given}.items() if value is not None}
+    return AgentConfig.model_validate(merged)
+
+
+def revision(update: AssistantUpdate) -> Any:
+    """The function making the next version of an assistant from its latest one."""
+
+    def revise(latest: Assistant) -> Assistant:
+        changes: dict[str, Any] = update.model_dump(exclude_none=True, exclude={"config"})
+        if update.config is not None:
+            changes["config"] = merged_config(latest.config, update.config)
+        return latest.model_copy(update=changes)
+
+    return revise
+
+
+def refused_settings(assistant: Assistant, own: dict[str, Any]) -> builtins.list[str]:
+    """The settings a turn sets that the assistant does not let it set."""
+    allowed = {*assistant.overridable, *PER_QUESTION}
+    return [name for name in own if name not in allowed]
+
+
+class AssistantService:
+    def __init__(self, store: AssistantStore, services: Services) -> None:
+        self.store = store
+        self.services = services
+
+    async def create(self, who: Principal, body: AssistantCreate) -> Assistant:
+        assistant = Assistant(tenant_id=who.tenant_id, **body.model_dump(exclude={"config"}), config=body.config)
+        await self._check(who, assistant.config)
+        await self.store.create(assistant)
+        return assistant
+
+    async def get(self, who: Principal, assistant_id: str, version: int | None = None) -> Assistant:
+        assistant = await self.store.get(who.tenant_id, assistant_id, version)
+        if assistant is None:
+            raise NotFoundError(f"assistant {assistant_id} not found" if version is None else f"assistant {assistant_id} has no version {version}")
+        return assistant
+
+    async def list(self, who: Principal, page: int, page_size: int) -> tuple[builtins.list[Assistant], int]:
+        return await self.store.list(who.tenant_id, (page - 1) * page_size, page_size)
+
+    async def update(self, who: Principal, assistant_id: str, body: AssistantUpdate) -> Assistant:
+        revise = revision(body)
+        await self._check(who, revise(await self.get(who, assistant_id)).config)
+        updated = await self.store.update(who.tenant_id, assistant_id, revise)
+        if updated is None:  # deleted meanwhile
+            raise NotFoundError(f"assistant {assistant_id} not found")
+        return updated
+
+    async def delete(self, who: Principal, assistant_id: str) -> None:
+        if not await self.store.delete(who.tenant_id, assistant_id):
+            raise NotFoundError(f"assistant {assistant_id} not found")
+
+    async def turn(self, who: Principal, assistant_id: str, own: dict[str, Any]) -> AssistantTurn:
+        """The request of a turn naming the assistant: its latest version's configuration, then the
+        settings the turn sets itself (each of which the assistant must allow). ValidationError on
+        a bad setting, as for a turn without an assistant."""
+        assistant = await self.get(who, assistant_id)
+        if assistant.mode == "agent":
+            raise UnprocessableError(f"assistant {assistant.name!r} runs in agent mode, and {AGENT_MODE_UNAVAILABLE}; use a pipeline assistant")
+        refused = refused_settings(assistant, own)
+        if refused:
+            allowed = ", ".join(assistant.overridable) or "none"
+            raise UnprocessableError(f"{refused[0]} is set by assistant {assistant.name!r} and a turn may not override it (it allows: {allowed})")
+        return AssistantTurn(effective_request(own, assistant.config), assistant)
+
+    async def _check(self, who: Principal, config: AgentConfig) -> None:
+        """The models on the tenant's allow list, the knowledge readable by the tenant."""
+        check_models(config, self.services.settings, who.tenant_id)
+        kb_ids, knowledge_ids = knowledge_named(config)
+        if kb_ids or knowledge_ids:
+            await asyncio.to_thread(lambda: authorize_knowledge(self.services.retrieval, who.tenant_id, kb_ids, knowledge_ids))
