@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from ragline.api import chat, dify, health, images, jobs, knowledge, memories, messages, metrics, openai_compat, page, sessions, wiki
+from ragline.api import assistants, chat, dify, health, images, jobs, knowledge, memories, messages, metrics, openai_compat, page, sessions, wiki
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
 from ragline.api.guards import KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
@@ -27,6 +27,7 @@ V1 = "/api/v1"
 S = f"{V1}/sessions/{{session_id}}"
 KB = f"{V1}/knowledge-bases/{{kb_id}}"
 DOC = f"{KB}/documents/{{document_id}}"
+A = f"{V1}/assistants/{{assistant_id}}"
 
 ROUTES = [
     Route("/health", health.health, methods=["GET"]),
@@ -41,6 +42,12 @@ ROUTES = [
     Route(S, sessions.update_session, methods=["PATCH"]),
     Route(S, sessions.delete_session, methods=["DELETE"]),
     Route(f"{S}/title", sessions.generate_title, methods=["POST"]),
+    # assistants: stored configurations a turn names by id
+    Route(f"{V1}/assistants", assistants.create_assistant, methods=["POST"]),
+    Route(f"{V1}/assistants", assistants.list_assistants, methods=["GET"]),
+    Route(A, assistants.get_assistant, methods=["GET"]),
+    Route(A, assistants.update_assistant, methods=["PATCH"]),
+    Route(A, assistants.delete_assistant, methods=["DELETE"]),
     # answers
     Route(f"{S}/knowledge-chat", chat.knowledge_chat, methods=["POST"]),
     Route(f"{S}/chat", chat.chat, methods=["POST"]),

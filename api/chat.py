@@ -7,17 +7,20 @@ fetch-based EventSource does on reconnect) resumes that answer's stream instead 
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs, knowledge
-from ragline.api.errors import ApiError, NotFound
+from ragline.api.errors import ApiError, NotFound, Unprocessable
 from ragline.api.openapi import doc
-from ragline.api.schemas import ContinueQuery, StopRequest, StopResult
+from ragline.api.schemas import ChatRequest, ContinueQuery, StopRequest, StopResult
 from ragline.api.services import AppServices, services
 from ragline.api.sse import follow, last_event_id, sse_response
 from ragline.graph.request import PipelineRequest
 from ragline.service.access import ConflictError, Principal
+from ragline.service.assistants import Assistant
 
 TAG = "chat"
 SSE_ERRORS = (400, 401, 403, 404, 409, 422)
@@ -45,6 +48,21 @@ async def _authorize_knowledge(svc: AppServices, who: Principal, request: Pipeli
         await knowledge.authorize_search(await svc.stack(), who, kb_ids, list(request.knowledge_ids))
 
 
+async def turn_request(svc: AppServices, who: Principal, data: Any) -> tuple[PipelineRequest, Assistant | None]:
+    """The turn's request from its JSON body; with `assistant_id`, that assistant's latest version
+    under what the body sets itself (service/assistant_service.py)."""
+    if not isinstance(data, dict):
+        raise Unprocessable("the body must be a JSON object")
+    own = {key: value for key, value in data.items() if key != "assistant_id"}
+    assistant_id = data.get("assistant_id")
+    if assistant_id is None:
+        return inputs.parse(PipelineRequest, own), None
+    if not isinstance(assistant_id, str) or not assistant_id.strip():
+        raise Unprocessable("assistant_id must be an assistant's id (see GET /api/v1/assistants)")
+    turn = await svc.assistants.turn(who, assistant_id, own)
+    return turn.request, turn.assistant
+
+
 async def _answer(request: Request, *, knowledge: bool) -> Response:
     svc = services(request)
     who = svc.authenticate(request)
@@ -52,16 +70,15 @@ async def _answer(request: Request, *, knowledge: bool) -> Response:
     resume = last_event_id(request, svc.backend.streams)
     if resume is not None:
         return await _resume(svc, session.id, resume[0], resume[1], coalesce_replay=False)
-    data = await inputs.json_body(request)
-    pipeline_request = inputs.parse(PipelineRequest, data)
+    pipeline_request, assistant = await turn_request(svc, who, await inputs.json_body(request))
     if not knowledge and pipeline_request.uses_knowledge:
         raise ApiError("the chat route answers without knowledge bases or web search; use knowledge-chat")
     await _authorize_knowledge(svc, who, pipeline_request)
-    record = await svc.runs.submit(who, session, pipeline_request)
+    record = await svc.runs.submit(who, session, pipeline_request, assistant)
     return await _resume(svc, session.id, record.assistant_message_id, None, coalesce_replay=False)
 
 
-@doc("Ask a question over knowledge bases; the answer streams as SSE", TAG, body=PipelineRequest, sse=True, errors=SSE_ERRORS)
+@doc("Ask a question over knowledge bases; the answer streams as SSE", TAG, body=ChatRequest, sse=True, errors=SSE_ERRORS)
 async def knowledge_chat(request: Request) -> Response:
     """Events: agent_query first (session and assistant message ids), progress cards
     (tool_call/tool_result), references before the answer, thinking/answer deltas, complete last;
@@ -69,7 +86,7 @@ async def knowledge_chat(request: Request) -> Response:
     return await _answer(request, knowledge=True)
 
 
-@doc("Chat without knowledge (pure chat pipeline); SSE like knowledge-chat", TAG, body=PipelineRequest, sse=True, errors=SSE_ERRORS)
+@doc("Chat without knowledge (pure chat pipeline); SSE like knowledge-chat", TAG, body=ChatRequest, sse=True, errors=SSE_ERRORS)
 async def chat(request: Request) -> Response:
     return await _answer(request, knowledge=False)
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragline import defaults
 from ragline.api.inputs import plain_text
+from ragline.graph.request import PipelineRequest
 from ragline.ingestion.faq_import import FAQEntry, FAQImportReport  # noqa: F401  (FAQImportReport: a response model)
 from ragline.retrieval.types import (
     ChunkingConfig,
@@ -17,6 +18,8 @@ from ragline.retrieval.types import (
     KnowledgeBaseType,
     SearchResult,
 )
+from ragline.service.assistant_service import AssistantCreate, AssistantUpdate
+from ragline.service.assistants import Assistant
 from ragline.service.chat_history import MessageHit, SearchMode
 from ragline.service.conversations import Message
 from ragline.service.sessions import LastRequestState, Session
@@ -84,6 +87,44 @@ class Deleted(BaseModel):
 
 class TitleRequest(Strict):
     query: str | None = Field(None, max_length=32_000, description="Title this question; default: the session's first one.")
+
+
+# --- assistants ---
+
+
+def _assistant_name(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = plain_text(value)  # no control characters, one line
+    if not value:
+        raise ValueError("an assistant needs a name")
+    return value
+
+
+class AssistantCreateIn(AssistantCreate):
+    _one_line = field_validator("name")(_assistant_name)
+
+
+class AssistantUpdateIn(AssistantUpdate):
+    _one_line = field_validator("name")(_assistant_name)
+
+
+class ChatRequest(PipelineRequest):
+    """A turn's body: the question and its settings, and optionally the assistant it runs with."""
+
+    assistant_id: str | None = Field(None, max_length=200, description="Run with this assistant's latest version: its configuration under "
+                                     "what the body sets itself, which must be among the assistant's overridable settings (else 422).")
+
+
+class AssistantPage(BaseModel):
+    items: list[Assistant]
+    total: int
+    page: int
+    page_size: int
+
+
+class AssistantQuery(Strict):
+    version: int | None = Field(None, ge=1, description="Read this version (default: the latest).")
 
 
 # --- messages ---

@@ -74,10 +74,13 @@ def is_truncation(finish_reason: str | None) -> bool:
     return (finish_reason or "").lower() in defaults.TRUNCATION_FINISH_REASONS
 
 
-def assistant_message(turn: TurnIds, response: ChatResponse, references: list[Any] | None = None, *, plain: bool = False) -> AIMessage:
+def assistant_message(turn: TurnIds, response: ChatResponse, references: list[Any] | None = None, *, plain: bool = False,
+                      metadata: dict[str, Any] | None = None) -> AIMessage:
     """The answer as the conversation keeps it. `plain` (a turn asked in messages form, by a parent
-    graph or Studio's chat): the text without citation tags, the citations as data beside it."""
+    graph or Studio's chat): the text without citation tags, the citations as data beside it.
+    `metadata`: what the run records on its answer (RunContext.answer_metadata: the assistant)."""
     kwargs: dict[str, Any] = {
+        **(metadata or {}),
         "request_id": turn.request_id,
         "references": [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in references or []],
         "truncated": response.truncated,
@@ -236,4 +239,5 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
                                              attributor=attributor, links=links)
     except ChatModelError as exc:
         return model_error_update(turn, context, exc)
-    return {"chat_response": response, "messages": [assistant_message(turn, response, results, plain=bool(state.get("plain_reply")))]}
+    message = assistant_message(turn, response, results, plain=bool(state.get("plain_reply")), metadata=context.answer_metadata())
+    return {"chat_response": response, "messages": [message]}

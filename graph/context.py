@@ -38,11 +38,17 @@ class RunContext:
     tenant_id: str = field(default="default", metadata={"description": "Tenant whose knowledge bases may be searched."})
     user_id: str = field(default="default", metadata={"description": "User asking (with the tenant: whose long-term memories are recalled)."})
     agent: AgentConfig | None = field(default=None, metadata={"description": "Defaults for every request setting (the seed's agent configuration); a request's explicit values win."})
+    assistant_id: str = field(default="", metadata={"description": "The stored assistant whose configuration `agent` is (service/assistants.py); recorded on the answer."})
+    assistant_version: int = field(default=0, metadata={"description": "The version of that assistant; recorded on the answer."})
     # Host-provided handles (not JSON): left out of the JSON schema, so Studio's context form shows
     # only what a person can set.
     event_sink: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
     cancel_event: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
     services: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
+
+    def answer_metadata(self) -> dict[str, Any]:
+        """What the answer's message records of the run: the assistant (and version) it ran with."""
+        return {"assistant_id": self.assistant_id, "assistant_version": self.assistant_version} if self.assistant_id else {}
 
     def is_cancelled(self) -> bool:
         event = self.cancel_event

@@ -7,7 +7,7 @@ description so that LangGraph Studio shows the request as a documented form.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -132,7 +132,10 @@ def _agent_config_fields() -> dict[str, Any]:
     for name, info in PipelineRequest.model_fields.items():
         if name in _PER_QUESTION_FIELDS:
             continue
-        fields[name] = (info.annotation | None, Field(None, description=info.description))  # type: ignore[operator]
+        nullable = info.annotation | None  # type: ignore[operator]
+        # the request's bounds (rerank_top_k >= 1, ...) hold for a configured value too: an
+        # assistant storing an impossible setting is refused when it is made, not at its first turn
+        fields[name] = (Annotated[nullable, *info.metadata] if info.metadata else nullable, Field(None, description=info.description))
     return fields
 
 

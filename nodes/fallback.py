@@ -53,4 +53,5 @@ async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[s
             )
         except ChatModelError as exc:
             return model_error_update(turn, context, exc)
-    return {"chat_response": response, "error": None, "messages": [assistant_message(turn, response, plain=bool(state.get("plain_reply")))]}
+    message = assistant_message(turn, response, plain=bool(state.get("plain_reply")), metadata=context.answer_metadata())
+    return {"chat_response": response, "error": None, "messages": [message]}

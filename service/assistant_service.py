@@ -110,7 +110,8 @@ class AssistantService:
     async def get(self, who: Principal, assistant_id: str, version: int | None = None) -> Assistant:
         assistant = await self.store.get(who.tenant_id, assistant_id, version)
         if assistant is None:
-            raise NotFoundError(f"assistant {assistant_id} not found" if version is None else f"assistant {assistant_id} has no version {version}")
+            exists = version is not None and await self.store.get(who.tenant_id, assistant_id) is not None
+            raise NotFoundError(f"assistant {assistant_id} has no version {version}" if exists else f"assistant {assistant_id} not found")
         return assistant
 
     async def list(self, who: Principal, page: int, page_size: int) -> tuple[builtins.list[Assistant], int]:

@@ -26,6 +26,7 @@ from ragline.service.access import (
     check_readable,
 )
 from ragline.service.backend import Backend
+from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
 from ragline.service.runs import RunManager
 from ragline.service.sessions import LastRequestState, Session, utcnow
@@ -60,6 +61,8 @@ class Message(BaseModel):
     is_completed: bool = True
     stopped: bool = False
     truncated: bool = False
+    assistant_id: str | None = Field(None, description="The assistant (service/assistants.py) an answer's turn ran with.")
+    assistant_version: int | None = Field(None, description="Which version of that assistant.")
 
 
 def shown_references(stored: Any) -> builtins.list[dict[str, Any]]:
@@ -85,6 +88,8 @@ def message_view(message: AnyMessage, session_id: str) -> Message:
         images=message_images(kwargs.get("images")),
         stopped=bool(kwargs.get("stopped")),
         truncated=bool(kwargs.get("truncated")),
+        assistant_id=kwargs.get("assistant_id") or None,
+        assistant_version=kwargs.get("assistant_version") or None,
     )
 
 
@@ -169,7 +174,7 @@ class SessionService:
         views = [message_view(m, session_id) for m in await threads.messages_of(self.graph, session_id)]
         running = await self.backend.registry.running_in(session_id)
         if running is not None and all(v.id != running.assistant_message_id for v in views):
-            views.append(await self._running_view(running.session_id, running.assistant_message_id, running.request_id))
+            views.append(await self._running_view(running))
         if before_id is not None:
             index = next((i for i, v in enumerate(views) if v.id == before_id), None)
             if index is None:
@@ -177,17 +182,19 @@ class SessionService:
             views = views[:index]
         return views[-limit:], len(views) > limit
 
-    async def _running_view(self, session_id: str, message_id: str, request_id: str) -> Message:
-        entries = await self.backend.streams.read(session_id, message_id)
+    async def _running_view(self, running: RunRecord) -> Message:
+        entries = await self.backend.streams.read(running.session_id, running.assistant_message_id)
         shown = Transcript.of([entry.event for entry in entries])
         return Message(
-            id=message_id,
-            session_id=session_id,
-            request_id=request_id,
+            id=running.assistant_message_id,
+            session_id=running.session_id,
+            request_id=running.request_id,
             role="assistant",
             content=shown.answer,
             knowledge_references=shown.references,
             is_completed=False,
+            assistant_id=running.assistant_id or None,
+            assistant_version=running.assistant_version or None,
         )
 
     async def _at_rest(self, session_id: str) -> None:

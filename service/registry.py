@@ -32,6 +32,9 @@ class RunRecord:
     query: str
     title_pending: bool = False
     started_at: float = 0.0
+    assistant_id: str = ""  # the assistant the turn runs with (service/assistants.py), "" for none
+    assistant_version: int = 0
+    agent_json: str = ""  # that version's configuration: the run's agent, on a takeover too
 
     @property
     def message_id(self) -> str:

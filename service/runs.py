@@ -32,13 +32,14 @@ from ragline.checkpoints.streams import Event, FenceLost
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import as_json
-from ragline.graph.request import PipelineRequest
+from ragline.graph.request import AgentConfig, PipelineRequest
 from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.logs import bind_log_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
 from ragline.service.after_turn import AfterTurn
+from ragline.service.assistants import Assistant
 from ragline.service.backend import Backend
 from ragline.service.heap import HeapFreezer
 from ragline.service.models import check_models
@@ -103,9 +104,11 @@ class RunManager:
 
     # --- starting and stopping ---
 
-    async def submit(self, who: Principal, session: Session, request: PipelineRequest) -> RunRecord:
+    async def submit(self, who: Principal, session: Session, request: PipelineRequest, assistant: Assistant | None = None) -> RunRecord:
         """Start a turn in the background; returns its ids. ConflictError while another turn runs,
-        InvalidRequestError when it names a model this tenant may not use."""
+        InvalidRequestError when it names a model this tenant may not use. With an `assistant`
+        (the request already holds its settings: AssistantService.turn), the run's agent is its
+        configuration and the answer records its id and version."""
         check_models(request, self.settings, who.tenant_id)
         ids = turn_ids(RunContext(session_id=session.id))
         record = RunRecord(
@@ -119,6 +122,9 @@ class RunManager:
             query=request.query,
             title_pending=self.settings.generate_titles and not session.title,
             started_at=time.time(),
+            assistant_id=assistant.id if assistant else "",
+            assistant_version=assistant.version if assistant else 0,
+            agent_json=assistant.config.model_dump_json(exclude_none=True) if assistant else "",
         )
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:
@@ -147,6 +153,9 @@ class RunManager:
             assistant_message_id=record.assistant_message_id,
             tenant_id=record.tenant_id,
             user_id=record.owner_id,
+            agent=AgentConfig.model_validate_json(record.agent_json) if record.agent_json else None,
+            assistant_id=record.assistant_id,
+            assistant_version=record.assistant_version,
             cancel_event=threading.Event(),
             services=self.services,
         )
@@ -295,6 +304,7 @@ class RunManager:
                 content=shown.answer,
                 references=shown.references,
                 stopped=True,
+                metadata=run.context.answer_metadata(),
             )
             return
         saved = next((m for m in (values or {}).get("messages", []) if m.id == record.assistant_message_id), None)

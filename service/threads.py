@@ -112,11 +112,13 @@ async def save_answer(
     content: str,
     references: list[dict[str, Any]],
     stopped: bool,
+    metadata: dict[str, Any] | None = None,
 ) -> None:
     """Write the assistant message of a turn that did not end normally (stopped, cancelled).
 
     Replaces a message with the same id; adds the user message too when the run was cancelled
-    before its first checkpoint recorded it.
+    before its first checkpoint recorded it. `metadata`: what the run records on its answer (the
+    assistant it ran with), also when it was stopped before the graph wrote one.
     """
     existing = {m.id: m for m in await messages_of(graph, session_id)}
     updates: list[AnyMessage] = []
@@ -132,6 +134,6 @@ async def save_answer(
         await settle(graph, session_id)
         return
     kwargs = dict(previous.additional_kwargs) if previous is not None else {"truncated": False}
-    kwargs.update({"request_id": request_id, "stopped": stopped, "references": references or kwargs.get("references", [])})
+    kwargs.update({**(metadata or {}), "request_id": request_id, "stopped": stopped, "references": references or kwargs.get("references", [])})
     updates.append(AIMessage(content=content, id=assistant_message_id, additional_kwargs=kwargs))
     await edit_messages(graph, session_id, updates)
