@@ -24,25 +24,49 @@ OPTION_NAMES = {"query": "the question", "summary.max_tokens": "--max-tokens", "
 STARTED_AT = time.time()  # as early as the command can see: for `ask --timings`
 
 
-def _request(args: argparse.Namespace, query: str, kb_ids: list[str]) -> PipelineRequest:
-    from pydantic import ValidationError
-
-    from ragline.graph.request import PipelineRequest
-    from ragline.plain_errors import validation_message
-
+def _fields(args: argparse.Namespace, query: str, kb_ids: list[str]) -> dict[str, Any]:
+    """The settings the command line sets itself."""
     if not query.strip():
         raise CLIError("the question is empty: ragline ask \"your question\"")
-    fields: dict = {"query": query}
+    fields: dict[str, Any] = {"query": query}
     if args.model:
         fields["chat_model"] = args.model
     if args.max_tokens is not None:  # 0 is a value to refuse, not "unset"
         fields["summary"] = {"max_tokens": args.max_tokens}
     if kb_ids:
         fields["knowledge_base_ids"] = tuple(kb_ids)
+    return fields
+
+
+def _request(args: argparse.Namespace, query: str, kb_ids: list[str]) -> PipelineRequest:
+    from pydantic import ValidationError
+
+    from ragline.graph.request import PipelineRequest
+    from ragline.plain_errors import validation_message
+
     try:
-        return PipelineRequest(**fields)
+        return PipelineRequest(**_fields(args, query, kb_ids))
     except ValidationError as exc:
         raise CLIError(validation_message(exc, limit=1, names=OPTION_NAMES)) from None
+
+
+async def _assistant_turn(args: argparse.Namespace, services: Services, query: str, kb_ids: list[str]) -> tuple[PipelineRequest, dict[str, Any]]:
+    """With --assistant: its latest version's settings under the command line's own (which it must
+    allow), and what the run's context records of it."""
+    from ragline.commands.assistants import describe
+    from ragline.service.access import Principal
+    from ragline.service.assistant_service import AssistantService
+    from ragline.service.backend import open_assistant_store
+
+    try:
+        async with open_assistant_store(services.settings) as store:
+            turn = await AssistantService(store, services).turn(Principal(args.tenant, args.user), args.assistant, _fields(args, query, kb_ids))
+    except Exception as exc:
+        if (message := describe(exc)) is None:
+            raise
+        raise CLIError(message) from None
+    used = turn.assistant
+    return turn.request, {"agent": used.config, "assistant_id": used.id, "assistant_version": used.version}
 
 
 class _SampleProgress:
@@ -86,9 +110,9 @@ async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: 
     from ragline.graph.events import ResponseType
     from ragline.graph.turn import stream_turn
 
-    request = _request(args, query, kb_ids)
-    printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids))
-    context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services)
+    request, assistant = (await _assistant_turn(args, services, query, kb_ids)) if args.assistant else (_request(args, query, kb_ids), {})
+    printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids or request.knowledge_base_ids))
+    context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services, **assistant)
     asked_at, first_token, completed = time.time(), None, None
     async for event in stream_turn(graph, request, context):
         printer(event)
@@ -172,6 +196,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, help="upper bound on answer tokens")
     parser.add_argument("--pipeline", default="ragline", help="graph to run: ragline (default), chat, chat_stream, rag_stream ...")
     parser.add_argument("--kb", action="append", metavar="NAME", help="answer from this knowledge base (repeatable)")
+    parser.add_argument("--assistant", metavar="ID", help="ask with this assistant's configuration (see `ragline assistant list`)")
     parser.add_argument("--sample", action="store_true", help="answer from the bundled sample knowledge base")
     parser.add_argument("--tenant", default="default", help="tenant whose knowledge bases and memories are used")
     parser.add_argument("--user", default="default", help="user whose long-term memories are recalled")

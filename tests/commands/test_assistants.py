@@ -1,0 +1,183 @@
+"""`ragline assistant create|list|show|update|delete` and `ragline ask --assistant`, run as a user
+runs them (a subprocess), on the embedded files and on a shared Redis; `--set key=value` parsing
+with hypothesis; every mistake one `ragline: error:` line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragline.cli import main
+from ragline.commands.assistants import apply_settings, parse_setting
+from ragline.commands.running import CLIError
+from ragline.settings import get_settings
+from tests.scripted_model import Reply
+
+
+def ragline(*args: str) -> subprocess.CompletedProcess:
+    """The command in a process of its own, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "ragline", *args], capture_output=True, text=True, timeout=120, env=os.environ)
+
+
+@pytest.fixture
+def cli(capsys) -> Callable[..., tuple[int, str, str]]:
+    """The command through the CLI's main in this process (seconds faster than a new process):
+    exit code, stdout, stderr. The settings are read again each time, as a new process would."""
+
+    def call(*args: str) -> tuple[int, str, str]:
+        get_settings.cache_clear()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out.strip(), err.strip()
+
+    return call
+
+
+def ok(cli, *args: str) -> str:
+    code, out, err = cli(*args)
+    assert code == 0, err
+    return out
+
+
+def shown(cli, assistant_id: str, *more: str) -> dict:
+    return json.loads(ok(cli, "assistant", "show", assistant_id, *more))
+
+
+def the_lifecycle(cli, tmp_path: Path) -> str:
+    """create (--config and --set), show, update twice, list, show a version, delete: the id."""
+    config = tmp_path / "support.json"
+    config.write_text(json.dumps({"rerank_top_k": 3, "summary": {"max_tokens": 64}}))
+    made = ok(cli, "assistant", "create", "Support desk", "--config", str(config), "--set", "fallback_response=Ask the front desk.",
+              "--set", "summary.prompt=You are Bob", "--overridable", "language,chat_model", "--tool", "search_knowledge")
+    first = shown(cli, made)
+    assert first["version"] == 1 and first["name"] == "Support desk" and first["tools"] == ["search_knowledge"]
+    assert first["config"] == {"rerank_top_k": 3, "summary": {"max_tokens": 64, "prompt": "You are Bob"}, "fallback_response": "Ask the front desk."}
+    assert first["overridable"] == ["language", "chat_model"]
+    assert ok(cli, "assistant", "update", made, "--set", "summary.prompt=You are Carol", "--set", "fallback_response=null").split()[:2] == [made, "v2"]
+    ok(cli, "assistant", "update", made, "--name", "Sales desk")
+    latest = shown(cli, made)
+    assert latest["version"] == 3 and latest["name"] == "Sales desk"
+    assert latest["config"] == {"rerank_top_k": 3, "summary": {"max_tokens": 64, "prompt": "You are Carol"}}  # the rest of summary kept
+    assert shown(cli, made, "--version", "1") == first
+    listed = ok(cli, "assistant", "list").splitlines()
+    assert [line.split()[:2] for line in listed] == [[made, "v3"]] and listed[0].endswith("Sales desk")
+    return made
+
+
+def test_assistants_are_kept_in_the_data_directory_where_serve_finds_them(fresh_data_dir, tmp_path, cli):
+    from ragline.api.app import create_app
+    from tests.api.live import ThreadServer, memory_settings
+
+    made = the_lifecycle(cli, tmp_path)
+    assert (fresh_data_dir / "service" / "assistants.sqlite").exists()
+    live = ThreadServer(create_app(memory_settings(checkpointer="sqlite", data_dir=fresh_data_dir))).start()
+    try:
+        served = httpx.get(f"{live.url}/api/v1/assistants/{made}", timeout=30).json()
+    finally:
+        live.stop()
+    assert served["name"] == "Sales desk" and served["version"] == 3
+    ok(cli, "assistant", "delete", made)
+    assert ok(cli, "assistant", "list") == ""
+    assert cli("assistant", "show", made) == (2, "", f"ragline: error: assistant {made} not found (see `ragline assistant list`)")
+
+
+def test_with_a_redis_url_assistants_are_kept_in_the_shared_redis(fresh_data_dir, tmp_path, redis_server, monkeypatch, cli):
+    import redis
+
+    redis_server.flush()
+    monkeypatch.setenv("RAGLINE_REDIS_URL", redis_server.url)
+    made = the_lifecycle(cli, tmp_path)
+    assert not (fresh_data_dir / "service" / "assistants.sqlite").exists()
+    client = redis.Redis.from_url(redis_server.url)
+    assert client.hlen(f"ragline:assistant:{made}:versions") == 3
+    ok(cli, "assistant", "delete", made)
+    assert client.keys("ragline:assistant*") == []
+    client.close()
+
+
+def test_a_tenant_on_the_command_line_sees_only_its_own_assistants(fresh_data_dir, cli):
+    mine = ok(cli, "assistant", "create", "Mine", "--tenant", "acme")
+    assert ok(cli, "assistant", "list", "--tenant", "globex") == ""
+    assert cli("assistant", "show", mine, "--tenant", "globex")[0] == 2
+    assert cli("assistant", "update", mine, "--name", "theirs", "--tenant", "globex")[0] == 2
+    assert cli("assistant", "delete", mine, "--tenant", "globex")[0] == 2
+    assert shown(cli, mine, "--tenant", "acme")["name"] == "Mine"
+
+
+def test_ask_with_an_assistant_runs_with_its_configuration(fresh_data_dir, scripted_model, cli):
+    scripted_model.on(lambda body: "You are Bob" in json.dumps(body.get("messages")), Reply.text("I am Bob."))
+    made = ok(cli, "assistant", "create", "Bob", "--set", "rewrite_enabled=false", "--set", "summary.max_tokens=12",
+              "--set", "summary.prompt=You are Bob", "--overridable", "language")
+    asked = ragline("ask", "--assistant", made, "Who are you?")
+    assert asked.returncode == 0 and asked.stdout.strip() == "I am Bob.", asked.stderr
+    assert scripted_model.requests[-1]["max_tokens"] == 12
+    refused = ragline("ask", "--assistant", made, "--max-tokens", "500", "Who are you?")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == "ragline: error: summary is set by assistant 'Bob' and a turn may not override it (it allows: language)"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("assistant", "create", "a", "--set", "max_tokens"), "--set takes key=value, e.g. --set summary.max_tokens=64; got 'max_tokens'"),
+    (("assistant", "create", "a", "--config", "/no/such.json"), "/no/such.json: No such file or directory"),
+    (("assistant", "create", "a", "--set", "rerank_top_k=0"), "config.rerank_top_k must be at least 1"),
+    (("assistant", "create", "a", "--set", "chat_model=ollama/llama3"), "chat_model 'ollama/llama3' is not available"),
+    (("assistant", "create", "a", "--set", "knowledge_base_ids=no-such-kb"), "knowledge base no-such-kb does not exist"),
+    (("assistant", "create", "a", "--overridable", "speed"), "overridable: 'speed' is not a request setting"),
+    (("assistant", "create", "a", "--mode", "swarm"), "argument --mode: invalid choice: 'swarm'"),
+    (("assistant", "update", "no-such-id", "--name", "b"), "assistant no-such-id not found (see `ragline assistant list`)"),
+    (("ask", "--assistant", "no-such-id", "q"), "assistant no-such-id not found"),
+])
+def test_a_mistake_is_one_error_line_in_our_words(fresh_data_dir, args, message):
+    result = ragline(*args)
+    errors = [line for line in result.stderr.strip().splitlines() if not line.startswith(("usage:", " "))]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr
+    assert errors[0].startswith("ragline: error: ") and message in errors[0], errors
+    assert "Traceback" not in result.stderr and "Value error" not in result.stderr
+
+
+# --- --set key=value ---
+
+KEYS = st.lists(st.from_regex(r"[a-z_][a-z0-9_]{0,11}", fullmatch=True), min_size=1, max_size=3)
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+
+
+@given(KEYS, SCALARS)
+def test_a_json_value_reads_back_as_itself_under_its_dotted_key(path, value):
+    assert parse_setting(f"{'.'.join(path)}={json.dumps(value)}") == (path, value)
+    nested = apply_settings({}, [f"{'.'.join(path)}={json.dumps(value)}"])
+    for part in path[:-1]:
+        nested = nested[part]
+    assert nested[path[-1]] == value
+
+
+@given(KEYS, st.text())
+def test_a_value_that_is_not_json_is_taken_as_the_text_it_is(path, text):
+    try:
+        json.loads(text)
+    except ValueError:
+        assert parse_setting(f"{'.'.join(path)}={text}") == (path, text)  # '=' and dots inside the value stay
+
+
+@given(st.text().filter(lambda t: "=" not in t))
+def test_a_setting_without_an_equals_sign_is_refused(text):
+    with pytest.raises(CLIError, match="--set takes key=value"):
+        parse_setting(text)
+
+
+@given(KEYS, SCALARS, SCALARS)
+def test_a_later_setting_wins_and_the_config_given_is_not_changed(path, first, second):
+    given_config = {"summary": {"max_tokens": 5}}
+    key = ".".join(path)
+    result = apply_settings(given_config, [f"{key}={json.dumps(first)}", f"{key}={json.dumps(second)}"])
+    for part in path[:-1]:
+        result = result[part]
+    assert result[path[-1]] == second and given_config == {"summary": {"max_tokens": 5}}
