@@ -2,7 +2,7 @@
 
 - `list_knowledge_bases`, `search` (the search route's hybrid search and rerank chain), `ask`
   (a whole turn of the pipeline, as knowledge-chat runs it, answered as plain text with its
-  references), `read_document` (a document's chunks, paged).
+  references; `assistant_id` runs it with a stored assistant), `read_document` (a document's chunks, paged).
 - Transports: streamable HTTP at `/mcp` on `ragline serve` (stateless, so any replica answers any
   request), and stdio (`ragline mcp`, ragline/commands/mcp.py).
 - Who calls: on /mcp the request's API key, exactly as on the REST routes (`X-API-Key` or
@@ -43,6 +43,7 @@ from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import RetrievalError
 from ragline.service.access import Principal, ServiceError
 from ragline.service.key_limits import Limiter
+from ragline.service.knowledge_access import knowledge_named
 from ragline.service.mcp_tools import TurnAnswer, answer_turn
 
 MAX_QUERY_CHARS = 4000  # as the search route's body
@@ -55,7 +56,8 @@ INSTRUCTIONS = (
     "Ragline answers questions from knowledge bases. list_knowledge_bases shows what you may search; "
     "search returns ranked passages with their chunk, document and knowledge base ids; ask runs the whole "
     "retrieval-augmented pipeline and returns a cited answer with its references; read_document pages "
-    "through a document's chunks. Knowledge bases may be named by name or id."
+    "through a document's chunks. Knowledge bases may be named by name or id; ask's assistant_id names an "
+    "assistant (a stored configuration) to answer with."
 )
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
@@ -241,18 +243,27 @@ def build_server(locate: Locate) -> MCPServer:
         session_id: Annotated[str | None, Field(max_length=MAX_ID_CHARS, description="Continue this conversation (from an earlier answer).")] = None,
         model: Annotated[str | None, Field(max_length=MAX_ID_CHARS, description="A chat model this service allows; unset: its default.")] = None,
         footnotes: Annotated[bool, Field(description="Mark citations in the answer as [n], numbered as the references.")] = True,
+        assistant_id: Annotated[str | None, Field(max_length=MAX_ID_CHARS, description="Answer with this assistant's configuration "
+                                                  "(its knowledge bases, prompts, models); knowledge_bases and model only where it allows them.")] = None,
     ) -> TurnAnswer:
         """Answer a question with Ragline's whole pipeline (query rewrite, hybrid search, rerank, a cited answer) from
         knowledge bases; returns the answer as plain text and the passages it cites as references."""
         caller = locate(ctx)
         with refusals():
             ids = await _resolve(caller, knowledge_bases)
-            request = PipelineRequest(query=question, knowledge_base_ids=tuple(ids), chat_model=model)
-            if ids:
-                await knowledge.authorize_search(await caller.svc.stack(), caller.who, ids, [])
+            own: dict[str, Any] = {"query": question, **({"knowledge_base_ids": ids} if ids else {}), **({"chat_model": model} if model else {})}
+            assistant = None
+            if assistant_id:
+                turn = await caller.svc.assistants.turn(caller.who, assistant_id, own)
+                request, assistant = turn.request, turn.assistant
+            else:
+                request = PipelineRequest(**own)
+            kb_ids, knowledge_ids = knowledge_named(request)
+            if kb_ids or knowledge_ids:
+                await knowledge.authorize_search(await caller.svc.stack(), caller.who, kb_ids, knowledge_ids)
             async with caller.answer_slot():
                 return await answer_turn(caller.svc.runs, caller.svc.conversations, caller.who, request, session_id=session_id,
-                                         footnotes=footnotes)
+                                         footnotes=footnotes, assistant=assistant)
 
     @server.tool(annotations=READ_ONLY)
     async def read_document(

@@ -26,6 +26,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ragline import defaults
 from ragline.api import inputs, knowledge
 from ragline.api.errors import handle_error
 from ragline.api.guards import api_key_of
@@ -33,7 +34,8 @@ from ragline.api.openapi import doc
 from ragline.api.services import AppServices, services
 from ragline.api.sse import HEADERS
 from ragline.graph.request import PipelineRequest
-from ragline.service.access import Principal
+from ragline.service.access import NotFoundError, Principal
+from ragline.service.assistants import Assistant
 from ragline.service.key_limits import Limiter
 from ragline.service.openai_sessions import DoorSessions, MemoryIndex, RedisIndex
 from ragline.service.openai_turns import (
@@ -41,6 +43,8 @@ from ragline.service.openai_turns import (
     DoorTurn,
     ModelNotFound,
     Question,
+    assistant_of,
+    assistant_settings,
     knowledge_base_of,
     names_knowledge_base,
     pipeline_request,
@@ -49,6 +53,7 @@ from ragline.service.openai_turns import (
     usage,
 )
 from ragline.service.openai_wire import (
+    ASSISTANT_MODEL_PREFIX,
     KB_MODEL_PREFIX,
     PIPELINE_MODEL,
     ChatCompletionRequest,
@@ -117,13 +122,37 @@ async def _model_cards(svc: AppServices, who: Principal) -> list[dict[str, Any]]
     for kb in sorted(stack.knowledge_bases.list(who.tenant_id), key=lambda kb: kb.name):
         cards.append(model_card(f"{KB_MODEL_PREFIX}{kb.name}", int(kb.created_at.timestamp()), kb.tenant_id,
                                 knowledge_base_id=kb.id, description=kb.description))
-    return cards
+    return [*cards, *[_assistant_card(a) for a in await _assistants(svc, who)]]
 
 
-@doc("OpenAI-compatible: the models a client may name (the pipeline, and one per readable knowledge base)", TAG, errors=(401,))
+def _assistant_card(assistant: Assistant) -> dict[str, Any]:
+    return model_card(f"{ASSISTANT_MODEL_PREFIX}{assistant.id}", int(assistant.created_at.timestamp()), assistant.tenant_id,
+                      name=assistant.name, description=assistant.description, assistant_version=assistant.version)
+
+
+async def _assistants(svc: AppServices, who: Principal) -> list[Assistant]:
+    """The tenant's assistants, page by page."""
+    found: list[Assistant] = []
+    page_size = defaults.SESSION_MAX_PAGE_SIZE
+    while True:
+        items, total = await svc.assistants.list(who, len(found) // page_size + 1, page_size)
+        found += items
+        if not items or len(found) >= total:
+            return found
+
+
+async def _assistant(svc: AppServices, who: Principal, model: str, assistant_id: str) -> Assistant:
+    try:
+        return await svc.assistants.get(who, assistant_id)
+    except NotFoundError:  # another tenant's assistant reads as missing too
+        raise ModelNotFound(f"The model `{model}` does not exist; GET /v1/models lists the models you can use.") from None
+
+
+@doc("OpenAI-compatible: the models a client may name (the pipeline, one per readable knowledge base, one per assistant)", TAG,
+     errors=(401,))
 async def list_models(request: Request) -> Response:
     """`ragline` is the default pipeline; `ragline/kb/<name>` answers over that knowledge base
-    (its id works too: `ragline/kb/<id>`)."""
+    (its id works too: `ragline/kb/<id>`); `assistant:<id>` runs with that assistant."""
     try:
         svc, who = _caller(request)
         return JSONResponse({"object": "list", "data": await _model_cards(svc, who)})
@@ -138,6 +167,8 @@ async def get_model(request: Request) -> Response:
         model = inputs.path(request, "model")
         if model == PIPELINE_MODEL:
             return JSONResponse(model_card(PIPELINE_MODEL, STARTED, "ragline"))
+        if (assistant_id := assistant_of(model)) is not None:
+            return JSONResponse(_assistant_card(await _assistant(svc, who, model, assistant_id)))
         kb_id = knowledge_base_of(model, await svc.stack() if names_knowledge_base(model) else None, who)
         card = next((c for c in await _model_cards(svc, who) if c.get("knowledge_base_id") == kb_id), None)
         if card is None:
@@ -164,14 +195,23 @@ async def _start(request: Request) -> tuple[AppServices, Principal, ChatCompleti
         raise BadRequest("the body must be a JSON object")
     body = ChatCompletionRequest.model_validate(data)
     question = question_of(body)
-    stack = await svc.stack() if names_knowledge_base(body.model) else None
-    turn_request = pipeline_request(body, question, knowledge_base_of(body.model, stack, who))
+    turn_request, assistant = await _turn_request(svc, who, body, question)
     await _authorize(svc, who, turn_request)
     door = door_sessions(request, svc)
     explicit = (body.ragline.session_id if body.ragline else None) or request.headers.get(SESSION_HEADER) or None
     session = await door.session_for(who, body.model, question.earlier, question.text, explicit)
-    record = await svc.runs.submit(who, session, turn_request)
+    record = await svc.runs.submit(who, session, turn_request, assistant)
     return svc, who, body, question, record, door, turn_request.chat_model or svc.settings.chat_model
+
+
+async def _turn_request(svc: AppServices, who: Principal, body: ChatCompletionRequest, question: Question) -> tuple[PipelineRequest, Assistant | None]:
+    """The turn's request: from the model (the pipeline, a knowledge base) or from the assistant it names."""
+    if (assistant_id := assistant_of(body.model)) is None:
+        stack = await svc.stack() if names_knowledge_base(body.model) else None
+        return pipeline_request(body, question, knowledge_base_of(body.model, stack, who)), None
+    assistant = await _assistant(svc, who, body.model, assistant_id)
+    turn = svc.assistants.prepared(assistant, assistant_settings(body, question, assistant.overridable))
+    return turn.request, turn.assistant
 
 
 async def _authorize(svc: AppServices, who: Principal, turn_request: PipelineRequest) -> None:
@@ -183,7 +223,8 @@ async def _authorize(svc: AppServices, who: Principal, turn_request: PipelineReq
 @doc("OpenAI-compatible chat completion: one Ragline turn, streamed (SSE chunks) or whole", TAG, body=ChatCompletionRequest,
      errors=(400, 401, 404, 409, 429))
 async def chat_completions(request: Request) -> Response:
-    """The model selects the knowledge (`ragline`, `ragline/kb/<name or id>`). The conversation is a
+    """The model selects the knowledge (`ragline`, `ragline/kb/<name or id>`) or an assistant
+    (`assistant:<id>`). The conversation is a
     Ragline session: `X-Ragline-Session` names one, else the earlier messages find it (or seed a
     new one). References are on the final chunk / the message (`references`), with `[n]` footnotes
     in the text when `ragline.footnotes` or `X-Ragline-Footnotes: true` asks."""

@@ -133,7 +133,11 @@ class AssistantService:
         """The request of a turn naming the assistant: its latest version's configuration, then the
         settings the turn sets itself (each of which the assistant must allow). ValidationError on
         a bad setting, as for a turn without an assistant."""
-        assistant = await self.get(who, assistant_id)
+        return self.prepared(await self.get(who, assistant_id), own)
+
+    @staticmethod
+    def prepared(assistant: Assistant, own: dict[str, Any]) -> AssistantTurn:
+        """The turn's request with this version of an assistant (a door that read it already)."""
         if assistant.mode == "agent":
             raise UnprocessableError(f"assistant {assistant.name!r} runs in agent mode, and {AGENT_MODE_UNAVAILABLE}; use a pipeline assistant")
         refused = refused_settings(assistant, own)

@@ -18,6 +18,7 @@ from ragline.citations.plain import Citation, PlainText
 from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
 from ragline.service.access import Principal, ServiceError
+from ragline.service.assistants import Assistant
 from ragline.service.conversations import SessionService
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
@@ -58,8 +59,10 @@ class TurnAnswer(BaseModel):
 
 
 async def answer_turn(runs: RunManager, conversations: SessionService, who: Principal, request: PipelineRequest, *,
-                      session_id: str | None = None, footnotes: bool = True, timeout_s: float = defaults.RUN_MAX_S) -> TurnAnswer:
-    """Run one turn in the caller's session (a new one unless `session_id`) and wait for its end.
+                      session_id: str | None = None, footnotes: bool = True, timeout_s: float = defaults.RUN_MAX_S,
+                      assistant: Assistant | None = None) -> TurnAnswer:
+    """Run one turn in the caller's session (a new one unless `session_id`) and wait for its end;
+    with the `assistant` whose settings the request holds (AssistantService.turn), as in RunManager.submit.
 
     The caller's knowledge bases must be authorized before (the API does it as for knowledge-chat).
     NotFoundError / ForbiddenError for another's session, ConflictError while a turn runs there,
@@ -70,7 +73,7 @@ async def answer_turn(runs: RunManager, conversations: SessionService, who: Prin
         session = await conversations.owned(who, session_id)
     else:
         session = await conversations.create(who, title=_title(request.query))
-    record = await runs.submit(who, session, request)
+    record = await runs.submit(who, session, request, assistant)
     try:
         seen = await _follow(runs.backend.streams, record, timeout_s)
     except BaseException:  # cancelled (the client left) or timed out: nobody reads this answer any more

@@ -3,8 +3,11 @@ turn's events (read from the StreamManager, as the native SSE routes read them) 
 answer and reasoning text without citation tags, and what the final chunk or message carries.
 
 - model ids: `ragline` is the default pipeline; `ragline/kb/<name or id>` answers over that
-  knowledge base (resolved by name first, then id, among the bases the caller's tenant reads;
-  anything else is ModelNotFound).
+  knowledge base (resolved by name first, then id, among the bases the caller's tenant reads);
+  `assistant:<id>` runs with that assistant of the tenant (service/assistant_service.py): what
+  `ragline.request` sets must be among its overridable settings, and the sampling options
+  (temperature, max_tokens, ...), which OpenAI clients send unasked, apply only when it lets a
+  turn set `summary` (else its own win). Anything else is ModelNotFound.
 - the question is the last message, which must be the user's; its image parts become the
   question's images. Earlier user and assistant messages are the conversation (openai_sessions.py);
   system and developer messages are not forwarded (Ragline's own prompts and citation protocol
@@ -36,7 +39,7 @@ from ragline.retrieval.errors import KnowledgeBaseAccessError, KnowledgeBaseNotF
 from ragline.service.access import InvalidRequestError, NotFoundError, Principal
 from ragline.service.mcp_tools import AnswerReference, Seen, fold
 from ragline.service.openai_sessions import Turn
-from ragline.service.openai_wire import KB_MODEL_PREFIX, PIPELINE_MODEL, ChatCompletionRequest
+from ragline.service.openai_wire import ASSISTANT_MODEL_PREFIX, KB_MODEL_PREFIX, PIPELINE_MODEL, ChatCompletionRequest
 from ragline.service.registry import RunRecord
 
 WAIT_SLICE_S = 1.0  # one blocking read of the stream; a quiet stream gets a heartbeat between reads
@@ -60,6 +63,11 @@ class BadRequest(InvalidRequestError):
 
 def names_knowledge_base(model: str) -> bool:
     return model.startswith(KB_MODEL_PREFIX)
+
+
+def assistant_of(model: str) -> str | None:
+    """The assistant id an `assistant:<id>` model names, None for any other model."""
+    return (model.removeprefix(ASSISTANT_MODEL_PREFIX).strip() or None) if model.startswith(ASSISTANT_MODEL_PREFIX) else None
 
 
 def knowledge_base_of(model: str, stack: Any | None, who: Principal) -> str | None:
@@ -123,6 +131,22 @@ def pipeline_request(body: ChatCompletionRequest, question: Question, kb_id: str
         where = ".".join(str(part) for part in error.get("loc", ()))
         param = {"query": "messages", "images": "messages"}.get(where.split(".")[0], f"ragline.request.{where}" if where else None)
         raise BadRequest(plain_errors.describe(error), param=param) from None
+
+
+def assistant_settings(body: ChatCompletionRequest, question: Question, overridable: list[str]) -> dict[str, Any]:
+    """What an OpenAI request sets itself in a turn with an assistant (which checks each setting):
+    `ragline.request`, the question, and the sampling options when the assistant allows `summary`."""
+    settings = dict(body.ragline.request) if body.ragline else {}
+    if given := [name for name in PER_QUESTION if name in settings]:
+        raise BadRequest(f"ragline.request may not set {', '.join(given)}: they come from the messages", param="ragline.request")
+    sampling = {name: value for name, value in {"temperature": body.temperature, "top_p": body.top_p, "seed": body.seed,
+                                                "max_tokens": body.max_completion_tokens or body.max_tokens}.items() if value is not None}
+    if sampling and "summary" in overridable:
+        summary = settings.get("summary") or {}
+        if not isinstance(summary, dict):
+            raise BadRequest("ragline.request.summary is an object", param="ragline.request")
+        settings["summary"] = {**summary, **sampling}
+    return {**settings, "query": question.text, "images": [{"url": url} for url in question.images]}
 
 
 # --- the answer ---

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 MAX_MESSAGES = 1_000  # a conversation the client replays whole; only the last rounds reach the model
 PIPELINE_MODEL = "ragline"  # the default pipeline: pure chat, or whatever `ragline.request` selects
 KB_MODEL_PREFIX = "ragline/kb/"  # ragline/kb/<knowledge base name or id>
+ASSISTANT_MODEL_PREFIX = "assistant:"  # assistant:<id>, a stored assistant of the caller's tenant
 
 
 class _Lenient(BaseModel):
