@@ -12,6 +12,7 @@
 //   sidebar.js     the sidebar as an overlay on narrow screens (the menu button)
 //   welcome.js     the empty conversation, with the sample's question to try
 //   knowledge.js   knowledge base picker, documents and uploads
+//   assistants.js  assistant picker (a question's assistant_id)
 //
 // What survives a reload: the API key and the open conversation (localStorage), and which answer
 // this tab was streaming (sessionStorage). After a reload that answer's stream is replayed from
@@ -20,6 +21,7 @@
 // with Last-Event-ID instead (stream.js): the page still holds what it was shown.
 
 import { Api } from "./api.js";
+import { AssistantPicker } from "./assistants.js";
 import { Attachments } from "./attachments.js";
 import { ImageLoader } from "./images.js";
 import { DocumentsDialog, KnowledgePicker } from "./knowledge.js";
@@ -51,6 +53,7 @@ const attachments = new Attachments($("attachments"), $("attach-input"), { onErr
 const sessions = new SessionList($("sessions"), api, { onOpen: openSession, onDeleted: sessionDeleted, onError: notify });
 const documents = new DocumentsDialog($("kb-dialog"), api);
 const suggestions = new Welcome(welcome, { onAsk: (question) => ask(question) });
+const assistants = new AssistantPicker($("assistant-box"), api);
 const picker = new KnowledgePicker($("knowledge"), api, {
   onOpenDocuments: (kb) => documents.open(kb), onError: notify, onChange: () => suggestions.update(picker.selectedBases()),
 });
@@ -214,12 +217,14 @@ async function ask(question) {
   const turn = newTurn();
   references.clear();
   scrollToEnd(true);
-  const kbIds = picker.selectedIds();
+  const assistant = assistants.chosen();
+  const kbIds = assistants.takesKnowledgeBases() ? picker.selectedIds() : [];
   const base = `sessions/${encodeURIComponent(sessionId)}`;
-  // With no knowledge base checked, the pure chat route answers from the model alone.
-  const body = pictures.length ? { query: question, images: pictures } : { query: question };
-  const request = kbIds.length
-    ? { method: "POST", path: `${base}/knowledge-chat`, body: { ...body, knowledge_base_ids: kbIds } }
+  // With no knowledge base checked (and no assistant searching its own), the pure chat route
+  // answers from the model alone.
+  const body = { query: question, ...(pictures.length ? { images: pictures } : {}), ...(assistant ? { assistant_id: assistant.id } : {}) };
+  const request = kbIds.length || assistants.searches()
+    ? { method: "POST", path: `${base}/knowledge-chat`, body: kbIds.length ? { ...body, knowledge_base_ids: kbIds } : body }
     : { method: "POST", path: `${base}/chat`, body };
   await followLive(turn, sessionId, { request });
   // Refused before it began (a conflict, a bad key): give the question back to edit or resend.
@@ -324,7 +329,7 @@ function scrollToEnd(force = false) {
 async function start() {
   showAccount();
   try {
-    await Promise.all([sessions.load(), picker.load()]);
+    await Promise.all([sessions.load(), picker.load(), assistants.load()]);
   } catch (error) {
     notify(error);
     return;
