@@ -223,3 +223,28 @@ async def test_another_tenants_assistant_or_a_deleted_one_is_not_found(service):
     await service.delete(ME, made.id)
     with pytest.raises(NotFoundError):
         await service.turn(ME, made.id, {"query": "q"})
+
+
+# --- a run keeps its assistant, also when another replica takes it over ---
+
+
+async def test_a_run_taken_over_gets_its_assistant_back_from_the_run_record(redis):
+    from ragline.graph.request import PipelineRequest
+    from ragline.service.backend import open_backend
+    from ragline.service.registry import RedisRunRegistry, RunRecord
+    from ragline.service.runs import RunManager
+
+    used = assistant(config=AgentConfig(summary={"prompt": "You are Bob"}, rerank_top_k=3))
+    registry = RedisRunRegistry(redis)
+    record = RunRecord("s1", "r1", "u1", "a1", "acme", "ann", "{}", "q", assistant_id=used.id, assistant_version=4,
+                       agent_json=used.config.model_dump_json(exclude_none=True))
+    await registry.begin(record, "replica-a", 30)
+    taken = await registry.get("a1")  # what another replica reads back
+    assert (taken.assistant_id, taken.assistant_version) == (used.id, 4)
+    settings = Settings(checkpointer="memory", stream_manager="memory", redis_url=None)
+    async with open_backend(settings) as backend:
+        runs = RunManager(backend, Services(settings))
+        runs._launch(taken, PipelineRequest(query="q"), resume=True)
+        context = runs._runs["a1"].context
+        assert context.agent == used.config and context.answer_metadata() == {"assistant_id": used.id, "assistant_version": 4}
+        await runs.aclose()
