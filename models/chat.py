@@ -20,7 +20,7 @@ from ragline import defaults
 from ragline.models import local_engine
 from ragline.models.local_engine import PROVIDER
 from ragline.models.openai_stream import OpenAIStreamClient, serves_directly
-from ragline.models.retry import RetryPolicy, count_retry, import_litellm, is_transient, wait_before_retry, with_retries
+from ragline.models.retry import RetryPolicy, count_retry, is_transient, litellm_module, wait_before_retry, with_retries
 from ragline.models.think import Part as ChatDelta
 from ragline.models.think import ThinkSplitter
 
@@ -129,7 +129,7 @@ class ChatClient:
         """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
         if self.is_local:
             return await asyncio.to_thread(local_engine.chat_engine(self.model).count_tokens, texts)
-        litellm = import_litellm()
+        litellm = await litellm_module()
         return [litellm.token_counter(model=self.model, text=text) for text in texts]
 
     async def _raw_chat(self, messages: list[Message], options: ChatOptions) -> tuple[str, str, str | None, Any]:
@@ -145,7 +145,7 @@ class ChatClient:
             said = choice.get("message") or {}
             reasoning = said.get("reasoning_content") or said.get("reasoning") or ""
             return said.get("content") or "", reasoning, choice.get("finish_reason"), reply.get("usage")
-        litellm = import_litellm()
+        litellm = await litellm_module()
         response = await litellm.acompletion(**self._kwargs(messages, options))
         choice = response.choices[0]
         message = choice.message
@@ -184,7 +184,7 @@ class ChatClient:
             finally:
                 await chunks.aclose()  # type: ignore[attr-defined]  # closes the provider's connection now
             return
-        litellm = import_litellm()
+        litellm = await litellm_module()
         response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **self._kwargs(messages, options))
         try:
             async for chunk in response:

@@ -21,7 +21,7 @@ import numpy as np
 from ragline import defaults
 from ragline.models import local_engine
 from ragline.models.local_engine import PROVIDER
-from ragline.models.retry import RetryPolicy, import_litellm, with_retries
+from ragline.models.retry import RetryPolicy, litellm_module, with_retries
 from ragline.settings import Settings
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)
@@ -168,7 +168,7 @@ class Embedder:
                 return await local_engine.embed(texts, is_query=role == "query")
             except Exception as exc:
                 raise EmbeddingError(f"embedding model {self.model} failed: {exc}") from exc
-        litellm = import_litellm()
+        litellm = await litellm_module()
 
         def call() -> Any:
             return litellm.aembedding(model=self.model, input=texts, api_base=self.api_base, api_key=self.api_key,

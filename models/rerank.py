@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragline import defaults
-from ragline.models.retry import RetryPolicy, import_litellm, with_retries
+from ragline.models.retry import RetryPolicy, litellm_module, with_retries
 
 
 class RerankError(RuntimeError):
@@ -36,7 +36,7 @@ class Reranker:
 
     async def _call(self, query: str, documents: list[str]) -> Any:
         """One rerank call, bounded by the timeout (also when the provider's client ignores it)."""
-        litellm = import_litellm()
+        litellm = await litellm_module()
         call = litellm.arerank(model=self.model, query=query, documents=documents, top_n=len(documents),
                                api_base=self.api_base, api_key=self.api_key, timeout=self.timeout)
         return await asyncio.wait_for(call, timeout=self.timeout)

@@ -24,6 +24,7 @@ import email.utils
 import json
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -53,6 +54,16 @@ def retry_counts() -> dict[tuple[str, str], int]:
 def kind_of(what: str) -> str:
     """The kind of model a call names: callers describe it as '<kind> model <name>'."""
     return what.split(" ", 1)[0]
+
+
+async def litellm_module() -> ModuleType:
+    """import_litellm for a coroutine: the first import (seconds; a minute on a loaded host, or
+    behind the warm-up thread's import lock) runs in a thread, never on the event loop, where it
+    would stop every stream, heartbeat and lease renewal of the process meanwhile."""
+    module = sys.modules.get("litellm")  # there from the start of an import; import_litellm's flag says it finished
+    if module is not None and getattr(module, "suppress_debug_info", False):
+        return module
+    return await asyncio.to_thread(import_litellm)
 
 
 def import_litellm() -> ModuleType:

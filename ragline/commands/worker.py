@@ -12,9 +12,14 @@ import argparse
 import asyncio
 import os
 import sys
+import threading
+from typing import TYPE_CHECKING
 
 from ragline.commands.running import say_error
 from ragline.settings import Settings
+
+if TYPE_CHECKING:
+    from ragline.services import Services
 
 
 async def serve_jobs(settings: Settings) -> None:
@@ -27,12 +32,13 @@ async def serve_jobs(settings: Settings) -> None:
     from ragline.services import Services
 
     services = Services.from_settings(settings)
-    services.start_warm_up()
+    warm_up = services.start_warm_up()
     text = Redis(connection_pool=redis_pool(settings.redis_url or "", decode_responses=True))  # progress events
     streams = RedisStreamManager(text)
     client, _store, queue, runner = redis_jobs(settings, streams, services)
     try:
         await client.ping()
+        await asyncio.to_thread(_ready_to_ingest, services, warm_up)
         await run_worker(queue, runner, settings)
     finally:
         await queue.aclose()
@@ -40,6 +46,15 @@ async def serve_jobs(settings: Settings) -> None:
         await client.aclose()
         await text.aclose()
         await services.aclose()
+
+
+def _ready_to_ingest(services: Services, warm_up: threading.Thread | None) -> None:
+    """The stores open and the model client imported before the first job is taken, not by it: a
+    job's first minute on a loaded host (a worker at nice 10 gets a tenth of a core) would
+    otherwise pass without a progress event, and opened on the event loop, without a heartbeat."""
+    services.ingestion  # noqa: B018 (opened on first access)
+    if warm_up is not None:
+        warm_up.join()
 
 
 def _route_queue_log(level: str) -> None:

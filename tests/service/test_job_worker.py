@@ -36,6 +36,7 @@ from tests.scripted_model import Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 SILENT_ROUNDS = 6  # waits of 5 s without any event from a job: it stalled
+WORKER_START_MAX_S = 300  # a worker that is still alive and not serving after this is broken, not slow
 # 24 paragraphs: two dozen chunks, embedded one per call (batch size 1)
 MANUAL = "\n\n".join(f"Step {i}: turn valve {i} of the Aurora pump a quarter turn and check gauge {i} reads {i * 7} kPa." * 4 for i in range(24))
 
@@ -120,13 +121,22 @@ def final(record: JobRecord) -> bool:
     return record.final
 
 
-def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A `ragline worker`; its log goes to a file of the data directory (a pipe nobody reads would
-    block the worker once full), printed by `worker_logs` when a test fails."""
-    log = open(Path(env["RAGLINE_DATA_DIR"]) / f"worker-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 (the child owns it)
-    with log:
-        return subprocess.Popen([sys.executable, "-m", "ragline", "worker", "--log-level", "info"], cwd=ROOT,
-                                env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
+async def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A `ragline worker`, once it serves jobs; its log goes to a file of the data directory (a pipe
+    nobody reads would block the worker once full), printed by `setup` when a test fails.
+
+    Its start is waited for apart from the job: on a loaded host a worker at nice 10 takes a minute
+    to import and open its stores, and that silence is not the job's."""
+    path = Path(env["RAGLINE_DATA_DIR"]) / f"worker-{time.monotonic_ns()}.log"
+    with open(path, "wb") as log:
+        worker = subprocess.Popen([sys.executable, "-m", "ragline", "worker", "--log-level", "info"], cwd=ROOT,
+                                  env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + WORKER_START_MAX_S
+    while b"Worker starting" not in path.read_bytes():
+        assert worker.poll() is None, f"the worker exited with {worker.returncode}"
+        assert time.monotonic() < deadline, "the worker did not start"
+        await asyncio.sleep(0.1)
+    return worker
 
 
 def stop(worker: subprocess.Popen[bytes]) -> None:
@@ -156,13 +166,13 @@ async def test_a_worker_killed_mid_document_is_replaced_and_the_document_is_stor
     settings = settings_of(setup)
     scripted_server.on_embedding(Reply(delay=0.15))
     killed_kb, clean_kb = new_kb(settings, "killed"), new_kb(settings, "clean")
-    first = start_worker(setup)
+    first = await start_worker(setup)
     try:
         job = await submit(jobs, killed_kb, MANUAL, "manual")
         midway = await until(jobs, job.id, lambda r: r.phase == "embedding" and 2 <= r.done < r.total)
         first.send_signal(signal.SIGKILL)
         first.wait()
-        second = start_worker(setup)
+        second = await start_worker(setup)
         try:
             done = await until(jobs, job.id, final)
             assert done.state == JobState.DONE and done.attempts >= 2, done  # taken over (more than once if a busy CI stalls a heartbeat)
@@ -184,13 +194,13 @@ async def test_a_job_whose_worker_dies_on_every_attempt_ends_failed_with_the_rea
     scripted_server.on_embedding(Reply(delay=0.15))
     kb = new_kb(settings, "doomed")
     async with job_service(settings) as jobs:
-        first = start_worker(setup)
+        first = await start_worker(setup)
         try:
             job = await submit(jobs, kb, MANUAL, "doomed")
             await until(jobs, job.id, lambda r: r.phase == "embedding" and r.done >= 2)
             first.send_signal(signal.SIGKILL)
             first.wait()
-            second = start_worker(setup)  # its sweep finds the dead worker's job, with no attempt left
+            second = await start_worker(setup)  # its sweep finds the dead worker's job, with no attempt left
             try:
                 failed = await until(jobs, job.id, final)
             finally:
@@ -212,7 +222,7 @@ async def test_a_job_stuck_mid_document_is_retried_and_the_log_shows_where_it_wa
     scripted_server.on_embedding(Reply(delay=0.05))
     kb = new_kb(settings, "stuck")
     async with job_service(settings) as jobs:
-        worker = start_worker(env)
+        worker = await start_worker(env)
         try:
             done = await until(jobs, (await submit(jobs, kb, MANUAL, "stuck")).id, final)
         finally:
@@ -223,7 +233,7 @@ async def test_a_job_stuck_mid_document_is_retried_and_the_log_shows_where_it_wa
 
 
 async def test_a_worker_yields_the_cpu_to_answers(setup):
-    worker = start_worker(setup)
+    worker = await start_worker(setup)
     try:
         log = next(iter(Path(setup["RAGLINE_DATA_DIR"]).glob("worker-*.log")))
         for _ in range(300):
