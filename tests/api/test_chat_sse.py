@@ -232,9 +232,9 @@ async def test_a_stage_event_redis_refused_ends_the_answer_in_an_error(redis_ser
 
     real = RedisStreamManager.append_soon
 
-    def refuse_answers(self, session_id, message_id, event):
+    def refuse_answers(self, session_id, message_id, event, fence=None):
         if event.get("response_type") != "answer":
-            return real(self, session_id, message_id, event)
+            return real(self, session_id, message_id, event, fence)
         refused = asyncio.get_running_loop().create_future()
         refused.set_exception(RedisConnectionError("Redis went away"))
         return refused
