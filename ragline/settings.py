@@ -123,6 +123,8 @@ class Settings(BaseSettings, RetrievalFields):
     # --- the HTTP service (`ragline serve`) ---
     host: str = Field("127.0.0.1", description="Address `ragline serve` listens on.")
     port: int = Field(8000, ge=1, le=65535, description="Port `ragline serve` listens on.")
+    header_timeout_s: float = Field(defaults.HEADER_TIMEOUT_S, gt=0, description="A request's headers must all arrive within this many seconds (408 and the close otherwise).")
+    body_idle_timeout_s: float = Field(defaults.BODY_IDLE_TIMEOUT_S, gt=0, description="A request body may go this long without a byte before its connection is closed.")
     checkpointer: Literal["memory", "sqlite", "redis"] | None = Field(None, description="Where runs are checkpointed; default: redis when redis_url is set, else sqlite under data_dir.")
     stream_manager: Literal["memory", "redis"] | None = Field(None, description="Where run events are kept for SSE resume; default: redis with the redis checkpointer, else in-process.")
     durability: Literal["sync", "async", "exit"] = Field("sync", description="LangGraph checkpoint durability; sync survives a hard crash mid-run.")

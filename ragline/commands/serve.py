@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from ragline.api.app import create_app
     from ragline.api.auth import KeyRing
     from ragline.api.guards import is_loopback_host
+    from ragline.api.read_deadlines import ReadDeadlines
     from ragline.settings import get_settings
 
     settings = get_settings()
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         log_config=None,  # ours: JSON lines with request, session and message ids
         timeout_graceful_shutdown=3,  # open SSE streams must not hold a restart for long
+        http=ReadDeadlines.configured(header_s=settings.header_timeout_s, body_idle_s=settings.body_idle_timeout_s),
     )
     return 0
 
