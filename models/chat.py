@@ -7,6 +7,11 @@ which costs a small fraction of litellm's CPU per chunk. Reasoning arrives eithe
 provider's `reasoning_content` or inline between <think> tags; both come out as THINKING deltas.
 A remote call has a timeout (also the longest silence inside a stream) and is retried after
 transient failures (models/retry.py), a stream only until its first delta went out.
+
+Tool calling (agent mode): `stream(..., tools=[...])` and `chat(..., tools=[...])` send OpenAI
+function schemas; the reply's text streams as usual and its tool calls come with the end
+(`StreamEnd.tool_calls`, `ChatResult.tool_calls`; models/tool_calls.py). The local llama.cpp model
+refuses tools (`ToolCallingUnsupported`): see `LOCAL_TOOLS_REFUSAL`.
 """
 
 from __future__ import annotations
@@ -23,8 +28,19 @@ from ragline.models.openai_stream import OpenAIStreamClient, serves_directly
 from ragline.models.retry import RetryPolicy, count_retry, is_transient, litellm_module, wait_before_retry, with_retries
 from ragline.models.think import Part as ChatDelta
 from ragline.models.think import ThinkSplitter
+from ragline.models.tool_calls import ToolCallAccumulator, ToolCallRequest
 
 Message = dict[str, Any]
+Tool = dict[str, Any]  # an OpenAI function schema: {"type": "function", "function": {"name", "description", "parameters"}}
+
+# Measured on llama-cpp-python 0.3.36: with the GGUF's own chat template the tools are rendered into
+# the prompt, but with tool_choice "auto" (the model chooses between a call and an answer, as an agent
+# must) the reply comes back as plain text, the model's <tool_call> markup never parsed into calls;
+# only a forced tool_choice (one named function, grammar-constrained) yields a call, which leaves the
+# model no way to answer. So the loop cannot run on it, and agent mode is refused for it.
+LOCAL_TOOLS_REFUSAL = ("agent mode needs a model with tool calling; the local model {model} (llama.cpp with the GGUF's chat template) "
+                       "returns tool calls as plain text when it may choose between a call and an answer, so it cannot drive the "
+                       "agent loop: give the assistant (or the request) a litellm chat model with tool calling")
 
 
 class ChatModelError(RuntimeError):
@@ -37,6 +53,13 @@ class ChatModelError(RuntimeError):
     def __init__(self, message: str, *, transient: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+class ToolCallingUnsupported(ChatModelError):
+    """The model cannot be given tools (the local llama.cpp model): agent mode is refused for it."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(LOCAL_TOOLS_REFUSAL.format(model=model))
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,7 @@ class StreamEnd:
 
     finish_reason: str | None
     usage: dict[str, int] = field(default_factory=dict)
+    tool_calls: tuple[ToolCallRequest, ...] = ()  # the calls the model asked for (only when it was given tools)
 
 
 @dataclass(frozen=True)
@@ -81,6 +105,7 @@ class ChatResult:
     thinking: str = ""
     finish_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    tool_calls: tuple[ToolCallRequest, ...] = ()
 
 
 def _usage_dict(usage: Any) -> dict[str, int]:
@@ -105,8 +130,9 @@ class ChatClient:
         use_direct = serves_directly(model, api_base) if direct is None else direct
         self._direct = OpenAIStreamClient(api_base or "", api_key, timeout) if use_direct and api_base else None
 
-    def _kwargs(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
+    def _kwargs(self, messages: list[Message], options: ChatOptions, tools: list[Tool] | None = None) -> dict[str, Any]:
         return {
+            **({"tools": tools} if tools else {}),
             "model": self.model,
             "messages": messages,
             "api_base": self.api_base,
@@ -117,13 +143,23 @@ class ChatClient:
             **options.litellm_kwargs(),
         }
 
-    def _direct_body(self, messages: list[Message], options: ChatOptions) -> dict[str, Any]:
+    def _direct_body(self, messages: list[Message], options: ChatOptions, tools: list[Tool] | None = None) -> dict[str, Any]:
         """The request as litellm sends it to an OpenAI-compatible server: options passed as they are."""
-        return {"model": self.model.partition("/")[2], "messages": messages, **options.litellm_kwargs()}
+        return {"model": self.model.partition("/")[2], "messages": messages, **({"tools": tools} if tools else {}), **options.litellm_kwargs()}
 
     @property
     def is_local(self) -> bool:
         return self.model.startswith(f"{PROVIDER}/")
+
+    @property
+    def supports_tools(self) -> bool:
+        """Whether the model can be given tools through this client (every litellm model may try; not the local one)."""
+        return not self.is_local
+
+    def check_tools(self) -> None:
+        """Raise ToolCallingUnsupported when this model cannot be given tools."""
+        if not self.supports_tools:
+            raise ToolCallingUnsupported(self.model)
 
     async def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
@@ -132,32 +168,40 @@ class ChatClient:
         litellm = await litellm_module()
         return [litellm.token_counter(model=self.model, text=text) for text in texts]
 
-    async def _raw_chat(self, messages: list[Message], options: ChatOptions) -> tuple[str, str, str | None, Any]:
-        """(content, provider reasoning, finish reason, usage) of one call."""
+    async def _raw_chat(self, messages: list[Message], options: ChatOptions,
+                        tools: list[Tool] | None = None) -> tuple[str, str, str | None, Any, tuple[ToolCallRequest, ...]]:
+        """(content, provider reasoning, finish reason, usage, tool calls) of one call."""
+        calls = ToolCallAccumulator()
         if self.is_local:  # straight to llama.cpp: no litellm import on the embedded default's path
             engine = local_engine.chat_engine(self.model)
             result = await local_engine.complete(engine, messages, local_engine.completion_kwargs(options.litellm_kwargs()))
             choice = result["choices"][0]
-            return choice["message"].get("content") or "", "", choice.get("finish_reason"), result.get("usage")
+            return choice["message"].get("content") or "", "", choice.get("finish_reason"), result.get("usage"), ()
         if self._direct is not None:
-            reply = await self._direct.complete(self._direct_body(messages, options))
+            reply = await self._direct.complete(self._direct_body(messages, options, tools))
             choice = reply["choices"][0]
             said = choice.get("message") or {}
             reasoning = said.get("reasoning_content") or said.get("reasoning") or ""
-            return said.get("content") or "", reasoning, choice.get("finish_reason"), reply.get("usage")
+            calls.feed(said.get("tool_calls"))
+            return said.get("content") or "", reasoning, choice.get("finish_reason"), reply.get("usage"), calls.calls()
         litellm = await litellm_module()
-        response = await litellm.acompletion(**self._kwargs(messages, options))
+        response = await litellm.acompletion(**self._kwargs(messages, options, tools))
         choice = response.choices[0]
         message = choice.message
-        return message.content or "", getattr(message, "reasoning_content", None) or "", choice.finish_reason, getattr(response, "usage", None)
+        calls.feed(list(getattr(message, "tool_calls", None) or []))
+        return (message.content or "", getattr(message, "reasoning_content", None) or "", choice.finish_reason, getattr(response, "usage", None),
+                calls.calls())
 
-    async def chat(self, messages: list[Message], options: ChatOptions = ChatOptions()) -> ChatResult:
+    async def chat(self, messages: list[Message], options: ChatOptions = ChatOptions(), *, tools: list[Tool] | None = None) -> ChatResult:
+        """One whole reply; with `tools`, the calls the model asked for come in `tool_calls`."""
+        if tools:
+            self.check_tools()
         try:
             if self.is_local:
-                content, reasoning, finish_reason, usage = await self._raw_chat(messages, options)
+                content, reasoning, finish_reason, usage, calls = await self._raw_chat(messages, options)
             else:
-                content, reasoning, finish_reason, usage = await with_retries(lambda: self._raw_chat(messages, options), self.retry,
-                                                                              f"chat model {self.model}")
+                content, reasoning, finish_reason, usage, calls = await with_retries(lambda: self._raw_chat(messages, options, tools),
+                                                                                     self.retry, f"chat model {self.model}")
         except Exception as exc:
             raise ChatModelError(f"chat model {self.model} failed: {exc}", transient=is_transient(exc)) from exc
         splitter = ThinkSplitter()
@@ -167,6 +211,7 @@ class ChatClient:
             thinking=reasoning + "".join(p.text for p in parts if p.kind == "thinking"),
             finish_reason=finish_reason,
             usage=_usage_dict(usage),
+            tool_calls=calls,
         )
 
     async def _local_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
@@ -175,9 +220,10 @@ class ChatClient:
             choice = part["choices"][0]
             yield "", choice.get("delta", {}).get("content") or "", choice.get("finish_reason"), None
 
-    async def _remote_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
+    async def _remote_chunks(self, messages: list[Message], options: ChatOptions, tools: list[Tool] | None,
+                             calls: ToolCallAccumulator) -> AsyncIterator[tuple[str, str, str | None, Any]]:
         if self._direct is not None:
-            chunks = self._direct.stream(self._direct_body(messages, options))
+            chunks = self._direct.stream(self._direct_body(messages, options, tools), calls if tools else None)
             try:
                 async for chunk in chunks:
                     yield chunk
@@ -185,7 +231,7 @@ class ChatClient:
                 await chunks.aclose()  # type: ignore[attr-defined]  # closes the provider's connection now
             return
         litellm = await litellm_module()
-        response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **self._kwargs(messages, options))
+        response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **self._kwargs(messages, options, tools))
         try:
             async for chunk in response:
                 if not chunk.choices:
@@ -193,22 +239,29 @@ class ChatClient:
                     continue
                 choice = chunk.choices[0]
                 delta = choice.delta
+                if tools:
+                    calls.feed(list(getattr(delta, "tool_calls", None) or []))
                 yield (getattr(delta, "reasoning_content", None) or "", getattr(delta, "content", None) or "",
                        choice.finish_reason, getattr(chunk, "usage", None))
         finally:
             if hasattr(response, "aclose"):
                 await response.aclose()
 
-    async def stream(self, messages: list[Message], options: ChatOptions = ChatOptions()) -> AsyncIterator[ChatDelta | StreamEnd]:
+    async def stream(self, messages: list[Message], options: ChatOptions = ChatOptions(), *,
+                     tools: list[Tool] | None = None) -> AsyncIterator[ChatDelta | StreamEnd]:
         """Deltas as they arrive, then exactly one StreamEnd, however often the provider says 'done'.
+        With `tools`, the calls the model asked for come in the StreamEnd (ToolCallingUnsupported
+        for the local model).
 
         A remote stream that fails before its first delta is opened again as the retry policy
         says; once a delta went out it is never repeated (the client has shown it): the error ends it.
         """
+        if tools:
+            self.check_tools()
         attempt = 0
         while True:
             progress = _StreamProgress()
-            items = self._attempt(messages, options, progress)
+            items = self._attempt(messages, options, progress, tools)
             try:
                 async for item in items:
                     if attempt and not progress.counted:  # a retry recovered once something went out
@@ -230,9 +283,11 @@ class ChatClient:
             await wait_before_retry(f"chat model {self.model} (stream)", failure, attempt, delay)
             attempt += 1
 
-    async def _attempt(self, messages: list[Message], options: ChatOptions, progress: _StreamProgress) -> AsyncIterator[ChatDelta | StreamEnd]:
+    async def _attempt(self, messages: list[Message], options: ChatOptions, progress: _StreamProgress,
+                       tools: list[Tool] | None = None) -> AsyncIterator[ChatDelta | StreamEnd]:
         """One try at the stream; `progress` tells the caller whether anything went out."""
-        chunks = self._local_chunks(messages, options) if self.is_local else self._remote_chunks(messages, options)
+        calls = ToolCallAccumulator()  # per attempt: a retried stream starts its calls again
+        chunks = self._local_chunks(messages, options) if self.is_local else self._remote_chunks(messages, options, tools, calls)
         splitter = ThinkSplitter()
         finish_reason: str | None = None
         usage: dict[str, int] = {}
@@ -241,7 +296,7 @@ class ChatClient:
             async for reasoning, content, chunk_finish, chunk_usage in chunks:
                 progress.started = True
                 usage = _usage_dict(chunk_usage) or usage
-                received = received or bool(reasoning or content)
+                received = received or bool(reasoning or content or calls)
                 if reasoning:
                     progress.yielded = True
                     yield ChatDelta("thinking", reasoning)
@@ -257,7 +312,7 @@ class ChatClient:
             raise _EmptyStream(f"chat model {self.model} answered with no stream data")
         for part in splitter.flush():
             yield part
-        yield StreamEnd(finish_reason, usage)
+        yield StreamEnd(finish_reason, usage, calls.calls())
 
 
 @dataclass

@@ -35,6 +35,8 @@ import aiohttp
 from aiohttp import helpers as aiohttp_helpers
 from yarl import URL
 
+from ragline.models.tool_calls import ToolCallAccumulator
+
 try:
     import orjson
 
@@ -131,8 +133,9 @@ class SSEDataParser:
         return events
 
 
-def parse_chunk(payload: bytes) -> Chunk:
-    """One `chat.completion.chunk` event as (reasoning, content, finish reason, usage)."""
+def parse_chunk(payload: bytes, tool_calls: ToolCallAccumulator | None = None) -> Chunk:
+    """One `chat.completion.chunk` event as (reasoning, content, finish reason, usage); its
+    `tool_calls` deltas go to `tool_calls` when given (and are ignored otherwise)."""
     body = _loads(payload)
     if not isinstance(body, dict):
         raise json.JSONDecodeError("a stream chunk is not a JSON object", payload.decode("utf-8", "replace"), 0)
@@ -146,6 +149,8 @@ def parse_chunk(payload: bytes) -> Chunk:
     delta = choice.get("delta") or {}
     reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""  # `reasoning` on vLLM >= 0.10 and OpenRouter
     content = delta.get("content") or ""
+    if tool_calls is not None:
+        tool_calls.feed(delta.get("tool_calls"))
     if not isinstance(reasoning, str) or not isinstance(content, str):
         raise json.JSONDecodeError(f"a delta that is not text: {str(delta)[:200]}", "", 0)
     return reasoning, content, choice.get("finish_reason"), usage
@@ -180,12 +185,13 @@ async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
 class _Seen:
     """What a stream delivered so far: whether it ended properly or was cut."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_calls: ToolCallAccumulator | None = None) -> None:
         self.events = 0
         self.ended = False
+        self.tool_calls = tool_calls
 
     def chunk(self, payload: bytes) -> Chunk:
-        chunk = parse_chunk(payload)
+        chunk = parse_chunk(payload, self.tool_calls)
         self.events += 1
         self.ended = self.ended or chunk[2] is not None
         return chunk
@@ -283,10 +289,11 @@ class OpenAIStreamClient:
             return ProviderTimeout(f"timed out after {self.timeout:g} s {phase}: {type(exc).__name__}")
         return ProviderConnectionError(f"{type(exc).__name__}: {exc}")
 
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[Chunk]:
-        """The chunks of one streamed completion; closing the iterator closes the connection."""
+    async def stream(self, body: dict[str, Any], tool_calls: ToolCallAccumulator | None = None) -> AsyncIterator[Chunk]:
+        """The chunks of one streamed completion; closing the iterator closes the connection.
+        The reply's tool-call deltas go to `tool_calls` when given."""
         request = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        parser, seen = SSEDataParser(), _Seen()
+        parser, seen = SSEDataParser(), _Seen(tool_calls)
         try:
             async with self._post(_dumps(request)) as response:
                 await _raise_for_status(response)

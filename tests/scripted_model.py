@@ -34,6 +34,18 @@ Predicate = Callable[[dict[str, Any]], bool]
 
 
 @dataclass
+class ScriptedCall:
+    """A tool call a reply makes: `arguments` a dict (sent as JSON) or raw text (malformed on purpose)."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str = ""
+
+    def raw(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
+
+@dataclass
 class Reply:
     chunks: list[str] = field(default_factory=list)  # answer content, one SSE chunk each
     reasoning: list[str] = field(default_factory=list)  # reasoning_content deltas, sent first
@@ -50,11 +62,36 @@ class Reply:
     scores: list[float] | None = None  # rerank: one score per document (default: word overlap with the query)
     rank: Callable[[str, Any], float] | None = None  # rerank: the score of (query, document as sent: text or {"image": ...})
     vectors: Callable[[str], list[float]] | None = None  # embeddings: the vector of each input (default: word_vector)
+    tool_calls: list[ScriptedCall] = field(default_factory=list)  # chat: calls after the text (finish_reason "tool_calls")
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> Reply:
         words = text.split(" ")
         return cls(chunks=[w if i == 0 else " " + w for i, w in enumerate(words)], **kwargs)
+
+    @classmethod
+    def calling(cls, *calls: ScriptedCall, text: str = "", **kwargs: Any) -> Reply:
+        """A reply that says `text` (if any) and then calls the tools."""
+        chunks = cls.text(text).chunks if text else []
+        return cls(chunks=chunks, tool_calls=list(calls), **kwargs)
+
+    def ending(self) -> str:
+        """The finish reason sent: "tool_calls" for a reply that calls tools, unless another one was scripted."""
+        return "tool_calls" if self.tool_calls and self.finish_reason == "stop" else self.finish_reason
+
+    def wire_calls(self) -> list[dict[str, Any]]:
+        return [{"id": call.id or f"call_{i}", "type": "function", "function": {"name": call.name, "arguments": call.raw()}}
+                for i, call in enumerate(self.tool_calls)]
+
+    def call_deltas(self) -> list[dict[str, Any]]:
+        """The calls as streamed `tool_calls` deltas: id and name first, then the arguments in two pieces."""
+        deltas: list[dict[str, Any]] = []
+        for i, call in enumerate(self.wire_calls()):
+            raw = call["function"]["arguments"]
+            half = len(raw) // 2
+            deltas.append({"tool_calls": [{"index": i, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}]})
+            deltas += [{"tool_calls": [{"index": i, "function": {"arguments": piece}}]} for piece in (raw[:half], raw[half:]) if piece]
+        return deltas
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -139,11 +176,13 @@ class ScriptedModel:
             message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.chunks)}
             if reply.reasoning:
                 message["reasoning_content"] = "".join(reply.reasoning)
-            return JSONResponse(_completion(message, reply.finish_reason))
+            if reply.tool_calls:
+                message["tool_calls"] = reply.wire_calls()
+            return JSONResponse(_completion(message, reply.ending()))
         return StreamingResponse(self._stream(reply), media_type="text/event-stream")
 
     async def _stream(self, reply: Reply):
-        deltas = [{"reasoning_content": r} for r in reply.reasoning] + [{"content": c} for c in reply.chunks]
+        deltas = [{"reasoning_content": r} for r in reply.reasoning] + [{"content": c} for c in reply.chunks] + reply.call_deltas()
         if reply.first_delay:
             await asyncio.sleep(reply.first_delay)
         for sent, delta in enumerate(deltas):
@@ -152,9 +191,9 @@ class ScriptedModel:
             yield _sse(_chunk(delta, None))
             if reply.chunk_delay:
                 await asyncio.sleep(reply.chunk_delay)
-        yield _sse(_chunk({}, reply.finish_reason))
+        yield _sse(_chunk({}, reply.ending()))
         if reply.double_finish:
-            yield _sse(_chunk({}, reply.finish_reason))
+            yield _sse(_chunk({}, reply.ending()))
         yield "data: [DONE]\n\n"
 
     async def _embeddings(self, request: Request) -> Response:
