@@ -31,6 +31,7 @@ from ragline.api.schemas import (
     FAQImportQuery,
     FAQImportReport,
     FAQList,
+    FAQPageQuery,
     KnowledgeBaseCreate,
     KnowledgeBaseList,
     KnowledgeBaseUpdate,
@@ -39,6 +40,7 @@ from ragline.api.schemas import (
     TextDocumentIn,
 )
 from ragline.api.services import AppServices, services
+from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
 from ragline.retrieval.reranking import rerank_results
 from ragline.retrieval.types import (
@@ -244,18 +246,25 @@ def _faq_kb(kb: KnowledgeBase) -> None:
         raise ApiError(f"knowledge base {kb.name} is not an FAQ knowledge base")
 
 
-@doc("List the FAQ entries of an FAQ knowledge base", TAG, response=FAQList)
+@doc("List the FAQ entries of an FAQ knowledge base, a page at a time", TAG, query=FAQPageQuery, response=FAQList)
 async def list_faq(request: Request) -> Response:
     who = services(request).authenticate(request)
+    query = inputs.query(request, FAQPageQuery)
     stack, kb = await _kb(request, who)
     _faq_kb(kb)
+    return _json(await asyncio.to_thread(_faq_page, stack.catalog, kb.id, query))  # a catalog read per entry: off the loop
+
+
+def _faq_page(catalog: Catalog, kb_id: str, query: FAQPageQuery) -> FAQList:
+    documents = catalog.list_knowledge(kb_id)
+    start = (query.page - 1) * query.page_size
     items = []
-    for document in stack.catalog.list_knowledge(kb.id):
-        chunk = next((c for c in stack.catalog.chunks_of(document.id) if c.chunk_type == ChunkType.FAQ), None)
+    for document in documents[start : start + query.page_size]:
+        chunk = next((c for c in catalog.chunks_of(document.id) if c.chunk_type == ChunkType.FAQ), None)
         if chunk is not None:
             fields = {k: chunk.metadata.get(k) for k in FAQEntryOut.model_fields if k != "id" and k in chunk.metadata}
             items.append(FAQEntryOut(id=document.id, **fields))
-    return _json(FAQList(items=items))
+    return FAQList(items=items, total=len(documents), page=query.page, page_size=query.page_size)
 
 
 @doc("Add or replace FAQ entries (keyed by the standard question)", TAG, body=FAQEntriesIn, response=DocumentList, errors=WRITE_ERRORS)

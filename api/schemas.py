@@ -241,6 +241,14 @@ class FAQEntryOut(FAQEntry):
 
 class FAQList(BaseModel):
     items: list[FAQEntryOut]
+    total: int = Field(description="Entries of the knowledge base.")
+    page: int
+    page_size: int
+
+
+class FAQPageQuery(Strict):
+    page: int = Field(1, ge=1, le=1_000_000)
+    page_size: int = Field(defaults.FAQ_PAGE_SIZE, ge=1, le=defaults.FAQ_MAX_PAGE_SIZE)
 
 
 class FAQImportQuery(Strict):

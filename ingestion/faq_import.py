@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from ragline import defaults
 from ragline.ingestion.parsers import decode_text
 from ragline.ingestion.service import IngestionService, PreparedDocument, Progress
 from ragline.retrieval.catalog import ChunkRecord
@@ -160,8 +161,21 @@ async def upsert_faq(service: IngestionService, kb_id: str, entries: list[FAQEnt
         existing = service.catalog.find_knowledge(kb.id, f"faq:{normalize_question(entry.standard_question)}")
         if existing is None or existing.content_hash != entry.model_dump_json():
             prepared.append(_prepare(kb, entry, existing, tenant_id))
-    await service.write(kb, prepared, progress)
+    # Stored a batch at a time: an import cut short (a timeout, a stop) keeps the batches it finished,
+    # and the same import run again embeds only the rest (unchanged entries are skipped above).
+    for start in range(0, len(prepared), defaults.FAQ_WRITE_BATCH):
+        batch = prepared[start : start + defaults.FAQ_WRITE_BATCH]
+        await service.write(kb, batch, _offset(progress, start, len(prepared)) if progress else None)
+    if not prepared and progress:
+        progress(1, 1)
     return [p.knowledge for p in prepared]
+
+
+def _offset(progress: Progress, start: int, total: int) -> Progress:
+    """A batch's progress as the whole import's: entries of earlier batches counted done."""
+    def report(done: int, of: int) -> None:
+        progress(start + round(done / max(of, 1) * min(defaults.FAQ_WRITE_BATCH, total - start)), total)
+    return report
 
 
 async def import_faq_file(service: IngestionService, kb_id: str, path: Path, tenant_id: str = "default",

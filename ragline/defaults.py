@@ -159,6 +159,9 @@ RUN_HEARTBEAT_S = 1.0  # lease renewal period (well under the TTL: two missed be
 RUN_RECOVERY_POLL_S = 1.0  # how often a replica looks for runs whose lease expired
 SESSION_PAGE_SIZE = 20  # sessions per page when the client names none
 SESSION_MAX_PAGE_SIZE = 100  # ...and at most, so one call never lists a whole tenant
+FAQ_WRITE_BATCH = 100  # FAQ entries embedded and stored together by an upsert or import
+FAQ_PAGE_SIZE = 100  # FAQ entries per page when the client names none
+FAQ_MAX_PAGE_SIZE = 500  # ...and at most: 9,000 entries unpaged were 1.65 MB and held the server for 3 s
 
 # --- conversations as knowledge (message.go IndexMessageToKB / SearchMessages) ---
 CHAT_HISTORY_TEXT_MAX_CHARS = 20_000  # of a question or answer indexed; a pasted book is not a conversation
@@ -280,3 +283,9 @@ JOB_TTL_S = 7 * 24 * 3600  # a job's status (and its unprocessed upload) is kept
 JOB_PROGRESS_S = 0.25  # progress is published at most this often: a 5,000-chunk document must not send 5,000 events
 JOB_ADMIT_WINDOW = 1  # jobs waiting in the library's FIFO queue; the rest wait in per-tenant queues served round-robin
 WORKER_NICE = 10  # `ragline worker` yields the CPU to answers on a shared host (chat p95 under ingestion: 3.0x at nice 0, 1.5-2.2x at 10)
+
+# --- agent mode (graph/agent.py): the loop's limits; reaching one, the model answers with what it has ---
+AGENT_MAX_ROUNDS = 5  # model calls that ask for tools in one turn: a multi-hop question needs 2-4 searches
+AGENT_MAX_TOOL_CALLS = 10  # tool calls in one turn, all rounds together (a model may ask for several at once)
+AGENT_READ_CHUNKS_MAX = 20  # chunks read_chunks returns at once: a long document is read in pages, not whole
+AGENT_RESULT_SUMMARY_CHARS = 200  # of a tool's output shown in its tool_result event (the model reads all of it)

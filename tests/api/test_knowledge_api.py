@@ -98,6 +98,19 @@ async def test_faq_entries_are_upserted_imported_and_listed(acme):
     assert sorted(e["standard_question"] for e in listed) == ["Is the kettle dishwasher safe?", "What voltage does it use?"]
 
 
+async def test_faq_entries_are_listed_a_page_at_a_time(acme):
+    kb = (await acme.post(f"{V1}/knowledge-bases", json={"name": "paged-faq", "type": "faq"})).json()["id"]
+    entries = [{"standard_question": f"Question number {i}?", "answers": [f"Answer {i}."]} for i in range(7)]
+    assert (await acme.post(f"{V1}/knowledge-bases/{kb}/faq", json={"entries": entries})).status_code == 200
+    pages = [(await acme.get(f"{V1}/knowledge-bases/{kb}/faq", params={"page": n, "page_size": 3})).json() for n in (1, 2, 3, 4)]
+    assert [len(page["items"]) for page in pages] == [3, 3, 1, 0] and {page["total"] for page in pages} == {7}
+    assert len({e["id"] for page in pages for e in page["items"]}) == 7  # every entry once
+    default = (await acme.get(f"{V1}/knowledge-bases/{kb}/faq")).json()
+    assert default["page_size"] == 100 and len(default["items"]) == 7
+    too_big = await acme.get(f"{V1}/knowledge-bases/{kb}/faq", params={"page_size": 501})
+    assert too_big.status_code == 422 and "500" in too_big.json()["error"]["message"]
+
+
 async def test_knowledge_chat_sends_the_references_before_the_answer(acme, scripted_model):
     scripted_model.on(lambda b: True, Reply.text("Two years."))
     kb, _ = await kettle_kb(acme, "kettle-chat")

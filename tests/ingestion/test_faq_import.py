@@ -98,3 +98,30 @@ async def test_json_import_reads_lists_and_replaces_an_entry_by_its_question(sta
     await import_faq_file(ingestion, kb.id, path)
     docs = stack.catalog.list_knowledge(kb.id)
     assert len(docs) == 1 and "三年" in stack.catalog.chunks_of(docs[0].id)[0].content
+
+
+async def test_an_upsert_cut_short_keeps_the_batches_it_finished_and_a_rerun_embeds_only_the_rest(stack, ingestion, monkeypatch):
+    import pytest
+
+    from ragline import defaults
+
+    monkeypatch.setattr(defaults, "FAQ_WRITE_BATCH", 2)
+    kb = faq_kb(stack, FAQIndexMode.QUESTION_ONLY)
+    entries = [FAQEntry(standard_question=f"Question {i}?", answers=[f"Answer {i}."]) for i in range(5)]
+    real_write, writes = ingestion.write, []
+
+    async def write(kb_, docs, progress=None, before_commit=None):
+        writes.append(len(docs))
+        if len(writes) == 3:
+            raise RuntimeError("the embedder went away")
+        return await real_write(kb_, docs, progress, before_commit)
+
+    monkeypatch.setattr(ingestion, "write", write)
+    with pytest.raises(RuntimeError):
+        await upsert_faq(ingestion, kb.id, entries)
+    assert writes == [2, 2, 1] and len(stack.catalog.list_knowledge(kb.id)) == 4
+    writes.clear()
+    seen: list[tuple[int, int]] = []
+    again = await upsert_faq(ingestion, kb.id, entries, progress=lambda done, total: seen.append((done, total)))
+    assert [k.title for k in again] == ["Question 4?"] and writes == [1] and len(stack.catalog.list_knowledge(kb.id)) == 5
+    assert seen and seen[-1] == (1, 1)
