@@ -43,11 +43,11 @@ from ragline.citations.plain import plain_text
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
-from ragline.retrieval.reranking import rerank_results
-from ragline.retrieval.types import SearchParams, SearchResult
+from ragline.retrieval.passages import QUERY_LIMIT, search_passages
+from ragline.retrieval.types import SearchResult
 from ragline.services import Services
 
-QUERY_LIMIT = 2_000  # characters of a tool call's question: an agent's query, not a document
+__all__ = ["QUERY_LIMIT", "AskInput", "RaglineRetriever", "passage_document", "ragline_tool", "search_tool", "tool_answer"]
 
 
 class RaglineRetriever(BaseRetriever):
@@ -67,19 +67,9 @@ class RaglineRetriever(BaseRetriever):
         return await self._search(query)
 
     async def _search(self, query: str) -> list[Document]:
-        if not query.strip():
-            return []
-        stack = self.services.retrieval
-        kb_ids = await asyncio.to_thread(_kb_ids, stack, self.knowledge_bases, self.tenant_id)
-        hits = await stack.searcher.search(SearchParams(query=query[:QUERY_LIMIT], knowledge_base_ids=kb_ids, tenant_id=self.tenant_id))
-        ranked = await rerank_results(query, hits, self.services.reranker(), threshold=defaults.DEFAULT_RERANK_THRESHOLD, top_k=self.top_k,
-                                      scoped=False)
-        return [passage_document(hit) for hit in ranked]
-
-
-def _kb_ids(stack: Any, knowledge_bases: Sequence[str], tenant_id: str) -> list[str]:
-    """Names or ids as ids the tenant may read (a base it may not read is reported as missing)."""
-    return [stack.knowledge_bases.resolve(kb, tenant_id).id for kb in knowledge_bases]
+        hits = await search_passages(self.services.retrieval, self.services.reranker(), query, self.knowledge_bases, self.tenant_id,
+                                     top_k=self.top_k)
+        return [passage_document(hit) for hit in hits]
 
 
 def passage_document(hit: SearchResult) -> Document:
