@@ -79,8 +79,13 @@ def agent_query(turn: TurnIds, query: str, *, title_pending: bool = False) -> St
     return _base(turn, ResponseType.AGENT_QUERY, content=query, data=data)
 
 
-def answer(turn: TurnIds, text: str, *, done: bool = False, truncated: bool = False) -> StreamResponse:
-    return _base(turn, ResponseType.ANSWER, content=text, done=done, data={"truncated": True} if truncated else None)
+def answer(turn: TurnIds, text: str, *, done: bool = False, truncated: bool = False, segment: int | None = None) -> StreamResponse:
+    """An answer delta (the terminal one with done). `segment`: agent mode's round the text was
+    written in; a `thought` naming that segment later marks it superseded (not the answer)."""
+    data: dict[str, Any] = {"truncated": True} if truncated else {}
+    if segment is not None:
+        data["segment"] = segment
+    return _base(turn, ResponseType.ANSWER, content=text, done=done, data=data or None)
 
 
 def thinking(turn: TurnIds, text: str, *, done: bool = False) -> StreamResponse:
@@ -97,6 +102,34 @@ def tool_call(turn: TurnIds, window: ProgressWindow, arguments: dict[str, Any] |
         ResponseType.TOOL_CALL,
         data={"tool_name": window.value, "tool_call_id": f"{turn.request_id}:{window.value}", "arguments": arguments or {}},
     )
+
+
+def thought(turn: TurnIds, text: str, *, segment: int) -> StreamResponse:
+    """Agent mode's EventAgentThought: what the model wrote before asking for tools. Sent as the seed
+    sends it, a `thinking` frame, done; it supersedes the answer segment `segment` streamed in the
+    same round (the seed's answerSegments: an introduction is not the answer)."""
+    return _base(turn, ResponseType.THINKING, content=text, done=True, data={"thought": True, "superseded_segment": segment})
+
+
+def agent_tool_call(turn: TurnIds, call_id: str, name: str, arguments: dict[str, Any]) -> StreamResponse:
+    """Agent mode: the model called a tool (the card opens)."""
+    return _base(turn, ResponseType.TOOL_CALL, data={"tool_name": name, "tool_call_id": call_id, "arguments": arguments})
+
+
+def agent_tool_result(turn: TurnIds, call_id: str, name: str, *, success: bool, output: str = "",
+                      error: str | None = None, details: dict[str, Any] | None = None) -> StreamResponse:
+    """Agent mode: a tool's result (the card closes); a failure is success=false with its error, never an `error` event."""
+    data: dict[str, Any] = {"tool_name": name, "tool_call_id": call_id, "success": success, "output": output}
+    if error:
+        data["error"] = error
+    if details:
+        data["details"] = details
+    return _base(turn, ResponseType.TOOL_RESULT, data=data)
+
+
+def reflection(turn: TurnIds, text: str, *, data: dict[str, Any] | None = None) -> StreamResponse:
+    """Agent mode's note on its own run (a limit reached: the model now answers with what it has)."""
+    return _base(turn, ResponseType.REFLECTION, content=text, done=True, data=data)
 
 
 def tool_result(turn: TurnIds, window: ProgressWindow, *, success: bool, output: dict[str, Any] | None = None, error: str | None = None) -> StreamResponse:

@@ -1,0 +1,31 @@
+"""Agent mode's state: the pipeline's (the request, the turn, the conversation, the answer) plus
+the loop's own per-turn keys, all plain JSON so a checkpoint holds the whole loop.
+
+The citation registry is not kept: it is rebuilt in every node from `sources` (every passage given
+to the model this turn, in the order it was registered), which gives each passage the alias it had
+when the model read it (Registry.register_context). So the turn has one registry across rounds,
+and a run resumed from its checkpoint cites exactly as the one that started it.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+from ragline.graph.state import PipelineState
+
+AGENT_RESETS: dict[str, Any] = {"rounds": 0, "tool_calls_made": 0, "pending_calls": [], "limit": "", "answer_text": "",
+                                "answer_thinking": "", "finish_reason": None}
+AGENT_ACCUMULATING = ("conversation", "sources")
+
+
+class AgentState(PipelineState, total=False):
+    conversation: Annotated[list[dict[str, Any]], operator.add]  # this turn's model messages after the prompt: assistant and tool
+    sources: Annotated[list[dict[str, Any]], operator.add]  # every passage given to the model (SourceChunk as JSON), alias order
+    pending_calls: list[dict[str, Any]]  # the last reply's tool calls, still to run (ToolCallRequest as JSON)
+    rounds: int  # model replies that asked for tools
+    tool_calls_made: int  # tool calls answered, every round together
+    limit: str  # "" or the limit reached ("max_rounds", "max_tool_calls"): the model answers without tools
+    answer_text: str  # the final reply, decoded (ref tags expanded)
+    answer_thinking: str
+    finish_reason: str | None

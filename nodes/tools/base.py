@@ -1,0 +1,52 @@
+"""What every agent tool is: a name, an OpenAI function schema, and a coroutine that runs one call.
+
+A tool gets the turn's `ToolContext` (the services, the tenant, the turn's knowledge bases and the
+answer's one citation `Registry`, rebuilt for the turn from every passage given so far) and returns
+a `ToolOutcome`: the text the model reads, a short summary for the tool_result event, and the
+passages it registered (so later rounds, and the answer, keep their aliases). A tool that cannot do
+what it was asked raises: the agent answers the call with the error and the loop goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragline import defaults
+from ragline.citations import Registry, SourceChunk
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    services: Any  # ragline.services.Services
+    tenant_id: str
+    knowledge_bases: tuple[str, ...]  # the turn's, as ids or names
+    registry: Registry
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: str  # what the model reads as the tool's result
+    summary: str  # the tool_result event's output
+    sources: list[SourceChunk] = field(default_factory=list)  # passages given to the model, registered in this order
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments
+    run: Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
+
+    def schema(self) -> dict[str, Any]:
+        """The tool as the model is offered it (an OpenAI function schema)."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+def passage_summary(registry: Registry, sources: list[SourceChunk]) -> str:
+    """`3 passages: c1 Title, c2 Title, ...` for the tool_result event."""
+    if not sources:
+        return "no passages"
+    named = ", ".join(f"{registry.citable_alias(s)} {s.title}".strip() for s in sources)
+    return f"{len(sources)} passage{'s' if len(sources) != 1 else ''}: {named}"[: defaults.AGENT_RESULT_SUMMARY_CHARS]

@@ -1,0 +1,136 @@
+"""Agent mode through its graph (graph/agent.py): a scripted tool-calling model, a real knowledge base
+(Chroma, bm25s, the local e5 embedder), the events the seed's agent sends."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+
+from ragline.graph.agent import build_agent_graph
+from ragline.graph.context import RunContext
+from ragline.graph.request import PipelineRequest
+from ragline.services import Services
+from tests.knowledge_base import create_knowledge_base
+from tests.scripted_model import Reply, ScriptedCall
+
+DESIGNER = "The Aurora sensor was designed by the engineer Mira Holt in 2019."
+BIRTHPLACE = "Mira Holt was born in Tromsø, a city in northern Norway."
+QUESTION = "Where was the designer of the Aurora sensor born?"
+KB_TAG = re.compile(r'<kb chunk_id="([^"]+)"')
+
+
+@pytest.fixture
+def services(fresh_data_dir, scripted_model):
+    services = Services.from_settings()
+    create_knowledge_base(services, "people", {"Aurora": DESIGNER, "Holt": BIRTHPLACE})
+    yield services
+    asyncio.run(services.aclose())
+
+
+def tool_messages(body: dict[str, Any]) -> list[str]:
+    return [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
+def alias_of(body: dict[str, Any], words: str) -> str:
+    """The handle (cN) under which the model was given the passage containing `words`."""
+    for content in tool_messages(body):
+        for alias, text in re.findall(r'<result id="(c\d+)"[^>]*>\n(.*?)\n</result>', content, re.S):
+            if words in text:
+                return alias
+    raise AssertionError(f"no passage with {words!r} was given to the model")
+
+
+class CitingAnswer(Reply):
+    """The answer of the third request: cites the passages of both rounds by the handles it read."""
+
+    def cite(self, body: dict[str, Any]) -> bool:
+        designer, birthplace = alias_of(body, "designed by"), alias_of(body, "born in")
+        self.chunks = Reply.text(f'Mira Holt designed it <ref id="{designer}"/> and she was born in Tromsø <ref id="{birthplace}"/>.').chunks
+        return True
+
+
+async def run_turn(services: Services, query: str = QUESTION, **context: Any) -> list[dict[str, Any]]:
+    graph = build_agent_graph()
+    request = PipelineRequest(query=query, knowledge_base_ids=("people",))
+    return [event async for event in graph.astream({"request": request}, context=RunContext(services=services, **context), stream_mode="custom")]
+
+
+def kinds(frames: list[dict[str, Any]]) -> list[str]:
+    return [("thought" if (f.get("data") or {}).get("thought") else f["response_type"]) for f in frames]
+
+
+def answer_text(frames: list[dict[str, Any]], segment: int) -> str:
+    return "".join(f["content"] for f in frames if f["response_type"] == "answer" and (f.get("data") or {}).get("segment") == segment)
+
+
+async def test_two_search_rounds_then_an_answer_citing_passages_of_both(services, scripted_model):
+    answer = CitingAnswer()
+    scripted_model.on(lambda b: len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1"),
+                                    text="First I look up who designed the Aurora sensor."))
+    scripted_model.on(lambda b: len(tool_messages(b)) == 1,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "where was Mira Holt born"}, id="s2"),
+                                    text="Now where Mira Holt was born."))
+    scripted_model.on(lambda b: len(tool_messages(b)) == 2 and answer.cite(b), answer)
+    frames = await run_turn(services)
+
+    seen = kinds(frames)
+    assert seen[0] == "agent_query" and seen[-1] == "complete"
+    assert [k for k in seen if k in ("thought", "tool_call", "tool_result", "references")] == [
+        "thought", "tool_call", "tool_result", "thought", "tool_call", "tool_result", "references"]
+    assert seen.index("references") < len(seen) - 2 and frames[-2]["response_type"] == "answer" and frames[-2]["done"]
+    calls = [f["data"] for f in frames if f["response_type"] == "tool_call"]
+    assert [(c["tool_name"], c["arguments"]) for c in calls] == [("search_knowledge", {"query": "who designed the Aurora sensor"}),
+                                                                ("search_knowledge", {"query": "where was Mira Holt born"})]
+    results = [f["data"] for f in frames if f["response_type"] == "tool_result"]
+    assert all(r["success"] for r in results) and all("passage" in r["output"] for r in results)
+    thoughts = [f for f in frames if (f.get("data") or {}).get("thought")]
+    assert thoughts[0]["content"] == "First I look up who designed the Aurora sensor." and thoughts[0]["data"]["superseded_segment"] == 0
+    assert answer_text(frames, 0) == thoughts[0]["content"]  # the introduction streamed, then superseded
+
+    final = answer_text(frames, 2)
+    cited = KB_TAG.findall(final)
+    references = {r["chunk_id"]: r["content"] for f in frames if f["response_type"] == "references" for r in f["knowledge_references"]}
+    assert len(cited) == 2 and set(cited) <= set(references)
+    assert "designed by" in references[cited[0]] and "born in" in references[cited[1]]
+    assert "<ref" not in final and final.startswith("Mira Holt designed it")
+    # the second round's model request still holds the first round's passages under the same handle
+    assert alias_of(scripted_model.requests[2], "designed by") == alias_of(scripted_model.requests[1], "designed by")
+
+
+async def test_a_failing_tool_gives_a_failed_result_and_the_loop_goes_on(services, scripted_model):
+    scripted_model.on(lambda b: len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("read_chunks", {"document_id": "no-such-document"}, id="r1"), text="Reading it."))
+    scripted_model.on(lambda b: len(tool_messages(b)) == 1, Reply.text("I could not read that document."))
+    frames = await run_turn(services)
+
+    [result] = [f["data"] for f in frames if f["response_type"] == "tool_result"]
+    assert result["success"] is False and result["tool_name"] == "read_chunks" and "no document 'no-such-document'" in result["error"]
+    assert "error" not in kinds(frames)
+    assert tool_messages(scripted_model.requests[-1]) == [f"Error: {result['error']}"]  # the model read the error as the result
+    assert answer_text(frames, 1) == "I could not read that document." and kinds(frames)[-1] == "complete"
+
+
+async def test_malformed_arguments_are_answered_with_their_error_and_never_run(services, scripted_model):
+    scripted_model.on(lambda b: len(tool_messages(b)) == 0, Reply.calling(ScriptedCall("search_knowledge", '{"query": ', id="m1")))
+    scripted_model.on(lambda b: len(tool_messages(b)) == 1, Reply.text("Sorry."))
+    frames = await run_turn(services)
+    [result] = [f["data"] for f in frames if f["response_type"] == "tool_result"]
+    assert result["success"] is False and "not valid JSON" in result["error"]
+
+
+async def test_the_round_limit_ends_the_loop_with_an_answer(services, scripted_model):
+    services.settings = services.settings.model_copy(update={"agent_max_rounds": 2})
+    scripted_model.on(lambda b: "tools" not in b, Reply.text("Mira Holt, as far as I found."))
+    scripted_model.on(lambda b: True, Reply.calling(ScriptedCall("search_knowledge", {"query": "Aurora sensor designer"}), text="Searching."))
+    frames = await run_turn(services)
+
+    assert kinds(frames).count("tool_call") == 2
+    [reflection] = [f for f in frames if f["response_type"] == "reflection"]
+    assert reflection["data"] == {"limit": "max_rounds", "value": 2} and "limit of 2 tool rounds" in reflection["content"]
+    last = scripted_model.requests[-1]
+    assert "tools" not in last and "Answer the question now" in last["messages"][-1]["content"]
+    assert answer_text(frames, 2) == "Mira Holt, as far as I found." and kinds(frames)[-2:] == ["answer", "complete"]
