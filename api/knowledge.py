@@ -70,7 +70,9 @@ async def authorize_search(stack: Any, who: Principal, kb_ids: list[str], knowle
 
 async def _kb(request: Request, who: Principal) -> tuple[Any, KnowledgeBase]:
     stack = await services(request).stack()
-    return stack, stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
+    # Catalog reads are blocking calls (SQLite, or Redis in shared mode): off the event loop, so a
+    # slow or paused store holds this request only, not every stream of the process.
+    return stack, await asyncio.to_thread(stack.knowledge_bases.get, inputs.path(request, "kb_id"), who.tenant_id)
 
 
 def _owned(kb: KnowledgeBase, who: Principal) -> None:
@@ -93,7 +95,7 @@ async def list_knowledge_bases(request: Request) -> Response:
     svc = services(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
-    return _json(KnowledgeBaseList(items=stack.knowledge_bases.list(who.tenant_id)))
+    return _json(KnowledgeBaseList(items=await asyncio.to_thread(stack.knowledge_bases.list, who.tenant_id)))
 
 
 @doc("Create a knowledge base", TAG, body=KnowledgeBaseCreate, response=KnowledgeBase, status=201, errors=WRITE_ERRORS)
@@ -102,8 +104,8 @@ async def create_knowledge_base(request: Request) -> Response:
     who = svc.authenticate(request)
     body = await inputs.body(request, KnowledgeBaseCreate)
     stack = await svc.stack()
-    kb = stack.knowledge_bases.create(
-        body.name, who.tenant_id, type=body.type, description=body.description, tags=body.tags,
+    kb = await asyncio.to_thread(
+        stack.knowledge_bases.create, body.name, who.tenant_id, type=body.type, description=body.description, tags=body.tags,
         chunking=body.chunking, faq_index_mode=body.faq_index_mode, wiki_enabled=body.wiki_enabled,
     )
     return _json(kb, 201)
@@ -122,8 +124,8 @@ async def update_knowledge_base(request: Request) -> Response:
     who = svc.authenticate(request)
     body = await inputs.body(request, KnowledgeBaseUpdate)
     stack = await svc.stack()
-    kb = stack.knowledge_bases.update(inputs.path(request, "kb_id"), who.tenant_id, name=body.name, description=body.description, tags=body.tags,
-                                      wiki_enabled=body.wiki_enabled)
+    kb = await asyncio.to_thread(stack.knowledge_bases.update, inputs.path(request, "kb_id"), who.tenant_id, name=body.name,
+                                 description=body.description, tags=body.tags, wiki_enabled=body.wiki_enabled)
     if body.wiki_enabled is not None:  # write the pages of the documents already there, or remove them
         await svc.core.wiki.schedule(kb.id)
     return _json(kb)
@@ -145,7 +147,7 @@ async def delete_knowledge_base(request: Request) -> Response:
 async def list_documents(request: Request) -> Response:
     who = services(request).authenticate(request)
     stack, kb = await _kb(request, who)
-    return _json(DocumentList(items=stack.catalog.list_knowledge(kb.id)))
+    return _json(DocumentList(items=await asyncio.to_thread(stack.catalog.list_knowledge, kb.id)))
 
 
 async def _upload(request: Request, fields: tuple[str, ...] = ()) -> tuple[str, bytes, dict[str, str]]:
@@ -206,7 +208,7 @@ async def delete_document(request: Request) -> Response:
     who = svc.authenticate(request)
     stack, kb = await _kb(request, who)
     _owned(kb, who)
-    document = _document(stack, kb, inputs.path(request, "document_id"))
+    document = await asyncio.to_thread(_document, stack, kb, inputs.path(request, "document_id"))
     await (await svc.ingestion()).delete_knowledge(kb.id, document.id, who.tenant_id)
     return Response(status_code=204)
 
@@ -217,7 +219,7 @@ async def reparse_document(request: Request) -> Response:
     who = svc.authenticate(request)
     stack, kb = await _kb(request, who)
     _owned(kb, who)
-    document = _document(stack, kb, inputs.path(request, "document_id"))
+    document = await asyncio.to_thread(_document, stack, kb, inputs.path(request, "document_id"))
     return _json(await (await svc.ingestion()).reparse(kb.id, document.id, who.tenant_id))
 
 
@@ -225,7 +227,7 @@ async def reparse_document(request: Request) -> Response:
 async def list_chunks(request: Request) -> Response:
     who = services(request).authenticate(request)
     stack, kb = await _kb(request, who)
-    return _json(ChunkList(items=document_chunks(stack, kb, inputs.path(request, "document_id"))))
+    return _json(ChunkList(items=await asyncio.to_thread(document_chunks, stack, kb, inputs.path(request, "document_id"))))
 
 
 def document_chunks(stack: Any, kb: KnowledgeBase, document_id: str) -> list[ChunkOut]:
