@@ -134,3 +134,13 @@ async def test_the_round_limit_ends_the_loop_with_an_answer(services, scripted_m
     last = scripted_model.requests[-1]
     assert "tools" not in last and "Answer the question now" in last["messages"][-1]["content"]
     assert answer_text(frames, 2) == "Mira Holt, as far as I found." and kinds(frames)[-2:] == ["answer", "complete"]
+
+
+async def test_the_local_model_is_refused_with_a_clear_error_before_any_loop(services, scripted_model):
+    graph = build_agent_graph()
+    request = PipelineRequest(query=QUESTION, knowledge_base_ids=("people",), chat_model="ragline/qwen2.5-coder-1.5b-instruct")
+    frames = [event async for event in graph.astream({"request": request}, context=RunContext(services=services), stream_mode="custom")]
+    [error] = [f for f in frames if f["response_type"] == "error"]
+    assert error["content"].startswith("agent mode needs a model with tool calling; the local model ragline/qwen2.5-coder-1.5b-instruct")
+    assert error["done"] and kinds(frames)[-1] == "complete" and not any(f["response_type"] == "tool_call" for f in frames)
+    assert scripted_model.requests == []
