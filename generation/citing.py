@@ -14,12 +14,15 @@ from langchain_core.messages import convert_to_messages, convert_to_openai_messa
 
 from ragline.citations import Registry, SourceChunk
 from ragline.graph.request import PipelineRequest
+from ragline.ingestion.instructions import without_instructions
 from ragline.models.chat import Message
 
 
 def _passage(data: dict[str, Any]) -> str:
-    """getEnrichedPassageForChat: content plus its images as Markdown with their descriptions."""
-    lines = [str(data.get("content", "")).strip()]
+    """getEnrichedPassageForChat: content plus its images as Markdown with their descriptions. A
+    sentence that speaks to the assistant is left out: the model must not obey a passage, and no
+    answer sentence may be attributed to such a sentence (ingestion/instructions.py)."""
+    lines = [without_instructions(str(data.get("content", "")).strip())]
     for image in (data.get("metadata") or {}).get("images", []) or []:
         if isinstance(image, dict) and image.get("url"):
             caption = str(image.get("caption") or "").strip()

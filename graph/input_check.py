@@ -14,28 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragline.ingestion.instructions import OVERRIDE
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")  # lone surrogates too: not text
 
 _SCRIPT = re.compile(r"<\s*script\b|\bjavascript\s*:|<[^>]*\bon[a-z]+\s*=", re.IGNORECASE)
 
-_WHOSE = r"(?:all\s+|any\s+|the\s+|your\s+|my\s+|these\s+|those\s+)?(?:(?:previous|prior|above|earlier|system|original|initial|current|own)\s+)?"
-_RULES = r"(?:instructions?|prompts?|rules|guidelines|directions|directives|constraints|programming|guardrails)"
-_OVERRIDE = [
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        rf"\b(?:ignore|disregard|forget|override|bypass|skip)\s+{_WHOSE}{_RULES}",
-        r"\bdisregard\s+(all\s+|any\s+|the\s+)?(previous|prior|above|system)\b",
-        r"\bforget\s+(?:everything|all)\s+(?:you\s+(?:were|have\s+been)\s+told|above|before)",
-        r"\b(reveal|print|show|repeat|output|display|tell\s+me|give\s+me|leak)\s+(?:me\s+)?(your|the)\s+(?:full\s+|hidden\s+|initial\s+|original\s+)?(system\s+prompt|instructions|prompt)",
-        r"\bwhat\s+(?:is|are)\s+your\s+(?:system\s+prompt|instructions)",
-        r"\byou\s+are\s+now\s+(?:a|an|in)\b",
-        r"\bfrom\s+now\s+on,?\s+(?:you|ignore|answer\s+only)",
-        r"\b(?:pretend|act)\s+(?:that\s+)?(?:you\s+are|to\s+be|as\s+if\s+you)\b.*\b(?:no|without)\s+(?:rules|restrictions|limits|filters)",
-        r"\b(?:new|updated)\s+(?:system\s+)?instructions\s*:",
-        r"忽略(之前|以上|上面|前面|你的|所有)的?(所有)?(指令|指示|提示|规则)",
-        r"(输出|显示|告诉我|打印)(你的)?(系统提示|系统指令|提示词)",
-    )
-]
+_OVERRIDE = OVERRIDE  # shared with the document check (ingestion/instructions.py)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ragline.ingestion.ids import new_id
 from ragline.ingestion.image_chunks import IMAGE_CHUNK_TYPES, ImageIndexer, carry_over
 from ragline.ingestion.image_store import keep_images, release_images
 from ragline.ingestion.images import ExtractedImage, only_image_references
+from ragline.ingestion.instructions import first_instruction
 from ragline.ingestion.parsers import ParsedDocument, parse_file
 from ragline.ingestion.wiki import is_wiki_document
 from ragline.models.chat import ChatClient
@@ -209,6 +210,7 @@ class IngestionService:
                 file_type=doc.file_type, content_hash=digest, metadata=doc.metadata,
             )
             chunks = await asyncio.to_thread(_bounded_chunks, doc, kb, knowledge)  # CPU work: off the event loop
+            _flag_instructions(knowledge, await asyncio.to_thread(first_instruction, doc.text))
             if doc.images and self.images:
                 chunks = await self._with_images(doc, kb, knowledge, chunks)
             texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
@@ -362,6 +364,7 @@ class IngestionService:
             raise IngestionError(f"{knowledge.title} is a wiki page: rebuild the wiki instead of reparsing it")
         knowledge.content_hash = content_hash(text, chunking_signature(kb.chunking))
         chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+        _flag_instructions(knowledge, first_instruction(text))
         old_images = [c for c in self.catalog.chunks_of(knowledge_id) if c.chunk_type in IMAGE_CHUNK_TYPES]
         if old_images:  # the images' text is not in the stored text: their chunks move over as they are
             for chunk in chunks:
@@ -371,3 +374,10 @@ class IngestionService:
         texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
         await self.write(kb, [PreparedDocument(knowledge, chunks, texts, text)], progress)
         return knowledge
+
+
+def _flag_instructions(knowledge: Knowledge, sentence: str | None) -> None:
+    """Record on the document the first sentence of it that speaks to the assistant (the API and the
+    page show it; answers never read it: generation/citing.py leaves such sentences out)."""
+    metadata = {k: v for k, v in knowledge.metadata.items() if k != "instruction_like"}
+    knowledge.metadata = {**metadata, "instruction_like": sentence} if sentence else metadata

@@ -1,0 +1,134 @@
+"""Text that speaks to the assistant instead of informing the reader: a document's planted
+instructions, and a question's attempt to override the assistant's own.
+
+A passage is data. A sentence inside one that addresses the model ("note to the assistant:",
+"in your answer...", "reply in German", "ignore previous instructions") is an attack on every
+answer that retrieves it: the local model obeyed 8 of 20 such planted documents
+(benchmarks/planted_documents.py). Such sentences are found here; ingestion records the first
+one on the document (`metadata.instruction_like`, shown by the API and the page), and the
+contexts given to a model carry a marker in their place, so the model never reads them and no
+answer sentence can be attributed to them.
+
+Only phrasings that address the one who answers are matched, never single words: "ignore a
+reading below 0 °C" or "the answer is on page 4" are data. graph/input_check.py refuses questions
+with OVERRIDE; documents are checked with ADDRESSED, which is narrower where prose needs it.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WHOSE = r"(?:all\s+|any\s+|the\s+|your\s+|my\s+|these\s+|those\s+)?(?:(?:previous|prior|above|earlier|system|original|initial|current|own)\s+)?"
+_RULES = r"(?:instructions?|prompts?|rules|guidelines|directions|directives|constraints|programming|guardrails)"
+_MODEL = r"(?:assistants?|ai|ai\s+models?|ai\s+assistants?|language\s+models?|chatbots?|llms?)"  # not "model": a wind-tunnel model should differ
+_REPLY = r"(?:answers?|repl(?:y|ies)|responses?)"  # not "output": "end each output line with NUL"
+_LANGUAGES = r"(?:english|french|german|spanish|italian|portuguese|russian|chinese|japanese|korean|arabic|hindi|dutch|polish|turkish|pirate)"
+
+OVERRIDE_FROM_NOW_ON = r"\bfrom\s+now\s+on,?\s+(?:you\s+(?:only\s+)?(?:(?:are|will|must|shall|should|may)\s+)?(?:a|an|only|answer|reply|respond|speak|act|ignore|obey|not)\b|ignore|answer\s+only)"
+
+# In a question: an attempt to override the assistant's instructions (graph/input_check.py refuses it).
+OVERRIDE = [
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        rf"\b(?:ignore|disregard|forget|override|bypass|skip)\s+{_WHOSE}{_RULES}",
+        r"\bdisregard\s+(all\s+|any\s+|the\s+)?(previous|prior|above|system)\b",
+        r"\bforget\s+(?:everything|all)\s+(?:you\s+(?:were|have\s+been)\s+told|above|before)",
+        r"\b(reveal|print|show|repeat|output|display|tell\s+me|give\s+me|leak)\s+(?:me\s+)?(your|the)\s+(?:full\s+|hidden\s+|initial\s+|original\s+)?(system\s+prompt|instructions|prompt)",
+        r"\bwhat\s+(?:is|are)\s+your\s+(?:system\s+prompt|instructions)",
+        r"\byou\s+are\s+now\s+(?:a|an|in)\b",
+        OVERRIDE_FROM_NOW_ON,
+        r"\b(?:pretend|act)\s+(?:that\s+)?(?:you\s+are|to\s+be|as\s+if\s+you)\b.*\b(?:no|without)\s+(?:rules|restrictions|limits|filters)",
+        r"\b(?:new|updated)\s+(?:system\s+)?instructions\s*:",
+        r"忽略(之前|以上|上面|前面|你的|所有)的?(所有)?(指令|指示|提示|规则)",
+        r"(输出|显示|告诉我|打印)(你的)?(系统提示|系统指令|提示词)",
+    )
+]
+
+# In a document, what speaks to the one who answers. Tighter than OVERRIDE: a manual says "ignore
+# rules with paths that...", "display the prompt", "you are now in the settings menu" (23,604 man
+# pages and the eval corpora gave each of these before the patterns were narrowed).
+ADDRESSED = [
+    *(
+        re.compile(pattern, re.IGNORECASE)
+        for pattern in (
+            rf"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+)?(?:(?:your|the|my)\s+)?(?:previous|prior|above|earlier|system|original|initial)\s+{_RULES}",
+            rf"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?your\s+{_RULES}",
+            r"\bdisregard\s+(all\s+|any\s+|the\s+)?(previous|prior|above|system)\b",
+            r"\bforget\s+(?:everything|all)\s+(?:you\s+(?:were|have\s+been)\s+told|above|before)",
+            r"\b(?:reveal|print|show|repeat|output|display|leak)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|hidden\s+|initial\s+|original\s+)?system\s+prompt",
+            r"\b(?:reveal|print|show|repeat|output|display|leak)\s+(?:me\s+)?your\s+(?:full\s+|hidden\s+|initial\s+|original\s+)?(?:instructions|prompt)",
+            OVERRIDE_FROM_NOW_ON,
+            r"\b(?:new|updated)\s+(?:system\s+)?instructions\s*:",
+            rf"\b(?:note|notice|message|instructions?|reminder|warning)s?\s+(?:to|for)\s+(?:the\s+|all\s+)?{_MODEL}\b",
+            rf"^\s*(?:the\s+)?{_MODEL}\s*(?:instructions?|notes?|messages?)?\s*:",
+            rf"\b{_MODEL}\s+(?:must|should|shall|need\s+to|are\s+to|have\s+to)\b",
+            r"\bsystem\s*(?:instructions?|prompt|notes?|messages?)\s*:",
+            rf"\b(?:in|to|into|at\s+the\s+(?:end|start)\s+of|start|begin|end|finish|write|format)\s+your\s+(?:whole\s+|entire\s+|next\s+|final\s+)?{_REPLY}\b",
+            r"\bin\s+(?:every|each)\s+(?:answer|reply)\b",
+            r"\b(?:end|start|begin|finish|sign)\s+(?:every|each)\s+(?:answer|reply)\b",
+            r"\b(?:when|whenever|before|after|while)\s+you\s+(?:answer|reply|respond)\b",
+            r"\b(?:before|when|while)\s+answering\b",
+            rf"\b(?:answer|reply|respond|write|talk|speak)\s+(?:only\s+)?(?:in|like)\s+(?:an?\s+)?{_LANGUAGES}\b",
+            r"\b(?:insult|mock|threaten|scold)\s+the\s+(?:user|reader|customer)\b",
+            r"\byou\s+are\s+now\s+\w+,?\s+(?:an?\s+)?(?:ai|assistant|chatbot)\b",
+            r"忽略(之前|以上|上面|前面|你的|所有)的?(所有)?(指令|指示|提示|规则)",
+            r"(输出|显示|告诉我|打印)(你的)?(系统提示|系统指令|提示词)",
+        )
+    ),
+    re.compile(r"^\s*[\"'(\[]?SYSTEM\s*:"),  # the capitals of a planted "SYSTEM:", not "System: Linux"
+    re.compile(r"^\s*(?:助手|人工智能|AI)\s*[：:]\s*\S"),  # not 系统: "分为三个系统：" lists systems
+    re.compile(r"用\S{1,4}语(?:回答|回复|作答)"),
+]
+
+# A sentence ends at . ! ? before a space or the end (not the dot of a URL or of 10.0), at CJK
+# punctuation, or at a line break.
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=[^\s\"'）)]))*(?:[.!?]+[\"'）)]*(?=\s|$)|[。！？]+|\n|$)")
+REDACTED = "[a sentence addressed to the assistant was left out]"
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence or line of `text`, in order."""
+    return [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if m.group().strip()]
+
+
+# Every pattern above holds one of these words: a sentence without any (nearly every one) is
+# passed over with one search instead of one per pattern (a 4.6 MB document: 2 s instead of 5).
+_TRIGGER = re.compile(r"assistant|\bai\b|chatbot|llm|language model|system|instruction|prompt|rule|guideline|directive|direction|"
+                      r"constraint|programming|guardrail|answer|repl|respon|insult|mock|threaten|scold|you are now|from now on|"
+                      r"忽略|输出|显示|告诉我|打印|助手|人工智能|语", re.IGNORECASE)
+
+
+def instruction_sentences(text: str) -> list[tuple[int, int]]:
+    """The sentences of a passage that speak to the assistant (ADDRESSED)."""
+    found = []
+    for start, end in sentences(text):
+        sentence = text[start:end]
+        if _TRIGGER.search(sentence) and any(p.search(sentence) for p in ADDRESSED):
+            found.append((start, end))
+    return found
+
+
+def first_instruction(text: str, limit: int = 200) -> str | None:
+    """The first such sentence (at most `limit` characters), or None."""
+    found = instruction_sentences(text)
+    if not found:
+        return None
+    start, end = found[0]
+    return text[start:end].strip()[:limit]
+
+
+def without_instructions(text: str) -> str:
+    """`text` with each sentence that speaks to the assistant replaced by REDACTED."""
+    found = instruction_sentences(text)
+    if not found:
+        return text
+    parts, last = [], 0
+    for start, end in found:
+        sentence = text[start:end]
+        core = sentence.strip()
+        lead = sentence[: len(sentence) - len(sentence.lstrip())]
+        trail = sentence[len(lead) + len(core) :]
+        parts += [text[last:start], lead, REDACTED, trail]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
