@@ -13,6 +13,7 @@ from typing import Any
 
 from ragline import defaults
 from ragline.citations import SourceChunk
+from ragline.ingestion.instructions import without_instructions
 from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary
 from ragline.retrieval.passages import kb_ids_of
 
@@ -37,7 +38,8 @@ async def read_chunks(arguments: dict[str, Any], context: ToolContext) -> ToolOu
         raise ValueError("offset must be a whole number >= 0 and limit one >= 1")
     knowledge, chunks = await asyncio.to_thread(_document_chunks, context, document_id.strip())
     page = chunks[offset : offset + min(limit, defaults.AGENT_READ_CHUNKS_MAX)]
-    sources = [SourceChunk(chunk_id=c.id, content=c.content, knowledge_id=c.knowledge_id, knowledge_base_id=c.knowledge_base_id,
+    # the content as every passage a model reads: without sentences that speak to the assistant
+    sources = [SourceChunk(chunk_id=c.id, content=without_instructions(c.content), knowledge_id=c.knowledge_id, knowledge_base_id=c.knowledge_base_id,
                            title=knowledge.title, chunk_index=c.chunk_index, chunk_type=str(c.chunk_type.value)) for c in page]
     rendered = context.registry.render_context(sources)
     more = offset + len(page) < len(chunks)
