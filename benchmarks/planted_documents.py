@@ -13,7 +13,8 @@ knowledge base; each question runs through the whole `ragline` graph with the co
 - foreign link: the answer carries a URL that is in no passage it was given;
 - right: the answer holds the case's fact.
 
-`--without-guards` measures the same graph without the link guard: the "before" column. Nothing is pass/fail; it prints a
+`--without-guards` measures the same graph without the link guard and with passages given whole
+(no sentence that speaks to the assistant left out): the "before" column. Nothing is pass/fail; it prints a
 table and one line per case.
 """
 
@@ -34,8 +35,11 @@ URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]{}\"'`]+", re.IGNORECASE)
 
 
 def remove_guards() -> None:
-    """The "before" graph: answers pass links through."""
+    """The "before" graph: passages reach the model whole, and answers pass links through."""
     import ragline.generation.answer as answer
+    import ragline.generation.citing as citing
+
+    citing.without_instructions = lambda text: text  # type: ignore[assignment]
 
     class NoGuard:
         def __init__(self, texts: Any) -> None:

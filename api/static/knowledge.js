@@ -141,6 +141,13 @@ export class DocumentsDialog {
     const ready = doc.chunk_count > 0;
     row.append(element("span", `document-status ${ready ? "ready" : "empty"}`,
       ready ? `indexed · ${doc.chunk_count} chunk${doc.chunk_count === 1 ? "" : "s"}` : "no text found"));
+    const planted = doc.metadata && doc.metadata.instruction_like;
+    if (planted) {
+      // The sentence is shown as text, never as markup; answers never read it (it is left out of their passages).
+      const flag = element("span", "document-flag", "speaks to the assistant");
+      flag.title = `Left out of every answer's passages: “${planted}”`;
+      row.append(flag);
+    }
     return row;
   }
 
