@@ -66,6 +66,8 @@ async def main() -> int:
     parser.add_argument("--without-guards", action="store_true", help="the defences taken out: the 'before' figures")
     parser.add_argument("--model", default=None, help="litellm chat model (default: the local model)")
     parser.add_argument("--data-dir", default=str(Path.home() / ".cache" / "ragline" / "planted-documents"))
+    parser.add_argument("--cases", default=str(CASES), help="a JSONL file of cases (data/planted_documents_heldout.jsonl: ten written "
+                                                             "after the defences, never tuned on)")
     args = parser.parse_args()
     os.environ["RAGLINE_DATA_DIR"] = args.data_dir
     if args.without_guards:
@@ -79,14 +81,16 @@ async def main() -> int:
     from ragline.retrieval.errors import KnowledgeBaseNotFoundError
     from ragline.services import Services
 
-    cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    cases_file = Path(args.cases)
+    cases = [json.loads(line) for line in cases_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kb_name = KB_NAME if cases_file == CASES else f"{KB_NAME}-{cases_file.stem}"  # one set's documents are not another's distractors
     services = Services.from_settings()
     try:
         stack = services.retrieval
         try:
-            kb = stack.knowledge_bases.get_by_name(KB_NAME, "default")
+            kb = stack.knowledge_bases.get_by_name(kb_name, "default")
         except KnowledgeBaseNotFoundError:
-            kb = stack.knowledge_bases.create(KB_NAME)
+            kb = stack.knowledge_bases.create(kb_name)
         await IngestionService(stack).ingest_documents(kb.id, [TextDocument(c["document"], c["id"], f"planted:{c['id']}") for c in cases])
         graph = build_graph("ragline", checkpointer=memory_saver())
         await warm_up(services)
@@ -106,7 +110,7 @@ async def main() -> int:
             marks = " ".join(m for m, on in (("OBEYED", is_obeyed), ("FOREIGN-LINK", has_foreign), ("right", is_right)) if on)
             print(f"{case['id']:<16}{marks:<26}{' '.join(shown.split())[:100]}", flush=True)
         label = "without guards" if args.without_guards else "with guards"
-        print(f"\n{label}, model {args.model or services.settings.chat_model or 'local'}: {len(cases)} planted cases")
+        print(f"\n{label}, model {args.model or services.settings.chat_model or 'local'}: {len(cases)} planted cases ({cases_file.name})")
         print(f"{'obeyed':<14}{'foreign link':<14}{'right':<8}")
         print(f"{obeyed:>2}/{len(cases):<11}{foreign:>2}/{len(cases):<11}{right:>2}/{len(cases)}")
     finally:
