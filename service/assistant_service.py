@@ -6,7 +6,8 @@ goes through here, so each applies the same rules:
 - the knowledge bases and documents it names must be readable by the tenant;
 - a turn naming an assistant runs with the assistant's latest version as its agent configuration,
   and may set only the settings the assistant lists as overridable (the question itself always);
-- an assistant in agent mode can be stored, but a turn naming it is refused until agent mode exists.
+- a turn naming an assistant in agent mode runs agent mode's graph (graph/agent.py) with the tools
+  the assistant allows, and is refused (422) when its chat model cannot call tools (the local model).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.graph.request import AgentConfig, PipelineRequest, effective_request
+from ragline.models.chat import LOCAL_TOOLS_REFUSAL, ChatClient
 from ragline.service.access import NotFoundError, Principal, UnprocessableError
 from ragline.service.assistants import (
     SETTINGS,
@@ -33,9 +35,9 @@ from ragline.service.assistants import (
 from ragline.service.knowledge_access import authorize_knowledge, knowledge_named
 from ragline.service.models import check_models
 from ragline.services import Services
+from ragline.settings import Settings
 
 PER_QUESTION = ("query", "images")  # what every turn sets itself, whatever the assistant allows
-AGENT_MODE_UNAVAILABLE = "agent mode is not available yet"
 
 
 class AssistantCreate(BaseModel):
@@ -45,7 +47,7 @@ class AssistantCreate(BaseModel):
 
     name: Name
     description: Description = ""
-    mode: AssistantMode = Field("pipeline", description=f"pipeline (the seed's RAG graph) or agent (stored; its turns are refused: {AGENT_MODE_UNAVAILABLE}).")
+    mode: AssistantMode = Field("pipeline", description="pipeline (the seed's RAG graph) or agent (a tool-calling loop; needs a chat model with tool calling).")
     config: AgentConfig = Field(default_factory=AgentConfig, description="Defaults of every request setting for the turns that name it.")
     overridable: Overridable = Field(default_factory=lambda: list(SETTINGS), description="Settings a turn may set itself (default: all).")
     tools: Tools = Field(default_factory=list)
@@ -88,6 +90,14 @@ def revision(update: AssistantUpdate) -> Any:
         return latest.model_copy(update=changes)
 
     return revise
+
+
+def check_agent_model(request: PipelineRequest, settings: Settings) -> None:
+    """UnprocessableError when the turn's chat model (the request's, else the configured default)
+    cannot call tools: agent mode is refused before it starts instead of ending in an error."""
+    model = request.chat_model or settings.chat_model
+    if not ChatClient(model).supports_tools:
+        raise UnprocessableError(LOCAL_TOOLS_REFUSAL.format(model=model))
 
 
 def refused_settings(assistant: Assistant, own: dict[str, Any]) -> builtins.list[str]:
@@ -138,8 +148,6 @@ class AssistantService:
     @staticmethod
     def prepared(assistant: Assistant, own: dict[str, Any]) -> AssistantTurn:
         """The turn's request with this version of an assistant (a door that read it already)."""
-        if assistant.mode == "agent":
-            raise UnprocessableError(f"assistant {assistant.name!r} runs in agent mode, and {AGENT_MODE_UNAVAILABLE}; use a pipeline assistant")
         refused = refused_settings(assistant, own)
         if refused:
             allowed = ", ".join(assistant.overridable) or "none"

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
@@ -30,7 +30,10 @@ from ragline.graph.request import AgentConfig
 
 AssistantMode = Literal["pipeline", "agent"]
 # The tools agent mode offers (issue 28); an assistant names the ones it may use.
-KNOWN_TOOLS = ("search_knowledge", "web_search", "web_fetch", "data_analysis", "entity_lookup", "read_document")
+# read_chunks is the tool's name (nodes/tools/read_chunks.py); assistants stored before it had one
+# name it read_document, and load with it renamed.
+KNOWN_TOOLS = ("search_knowledge", "web_search", "web_fetch", "data_analysis", "entity_lookup", "read_chunks")
+TOOL_RENAMES = {"read_document": "read_chunks"}
 # The request settings an assistant configures, and a turn may be allowed to set itself.
 SETTINGS: tuple[str, ...] = tuple(AgentConfig.model_fields)
 
@@ -49,11 +52,16 @@ def _names(kind: str, known: tuple[str, ...]) -> Callable[[builtins.list[str]], 
     return check
 
 
+def _renamed_tools(names: object) -> object:
+    return [TOOL_RENAMES.get(name, name) if isinstance(name, str) else name for name in names] if isinstance(names, list) else names
+
+
 Name = Annotated[str, Field(min_length=1, max_length=200, description="What people call the assistant.")]
 Description = Annotated[str, Field(max_length=2000)]
 Overridable = Annotated[builtins.list[str], Field(max_length=len(SETTINGS)), AfterValidator(_names("a request setting", SETTINGS)),
                         Field(description="Request settings a turn may set itself; any other a turn sets is refused.")]
-Tools = Annotated[builtins.list[str], Field(max_length=len(KNOWN_TOOLS)), AfterValidator(_names("a known tool", KNOWN_TOOLS)),
+Tools = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
+                  AfterValidator(_names("a known tool", KNOWN_TOOLS)),
                   Field(description="Tools agent mode may use.")]
 
 
@@ -66,7 +74,7 @@ class Assistant(BaseModel):
     tenant_id: str
     name: Name
     description: Description = ""
-    mode: AssistantMode = Field("pipeline", description="pipeline: the seed's RAG graph; agent: a tool-calling loop (not available yet).")
+    mode: AssistantMode = Field("pipeline", description="pipeline: the seed's RAG graph; agent: a tool-calling loop (graph/agent.py).")
     config: AgentConfig = Field(default_factory=AgentConfig, description="Defaults of every request setting for the turns that name it.")
     overridable: Overridable = Field(default_factory=lambda: list(SETTINGS))
     tools: Tools = Field(default_factory=list)

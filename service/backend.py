@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -44,6 +44,9 @@ from ragline.service.sessions import (
 )
 from ragline.settings import Settings
 
+if TYPE_CHECKING:
+    from ragline.graph.agent import AgentGraph
+
 
 class BackendConfigError(ValueError):
     """Settings that cannot work together (e.g. Redis chosen without a URL)."""
@@ -60,7 +63,8 @@ def stream_kind(settings: Settings) -> str:
 @dataclass
 class Backend:
     settings: Settings
-    graph: Graph
+    graph: Graph  # the pipeline: turns without an agent-mode assistant, and every edit of a session's thread
+    agent_graph: AgentGraph  # agent mode (graph/agent.py), on the same checkpointer and threads
     checkpointer: BaseCheckpointSaver
     streams: StreamManager
     registry: RunRegistry
@@ -72,6 +76,11 @@ class Backend:
     def durability(self) -> Durability:
         return self.settings.durability
 
+    def graph_for(self, kind: str) -> Graph:
+        """The graph a run record names (RunRecord.graph): the agent graph for "agent", else the pipeline.
+        Both take the same input and run context, and share the thread's state keys."""
+        return cast(Graph, self.agent_graph) if kind == "agent" else self.graph
+
     def describe(self) -> dict[str, str]:
         return {
             "checkpointer": checkpointer_kind(self.settings),
@@ -82,6 +91,7 @@ class Backend:
 
 @asynccontextmanager
 async def open_backend(settings: Settings, graph_name: str = "ragline") -> AsyncIterator[Backend]:
+    from ragline.graph.agent import build_agent_graph
     from ragline.graph.graphs import build_graph
 
     checkpoints, streams_kind = checkpointer_kind(settings), stream_kind(settings)
@@ -117,7 +127,8 @@ async def open_backend(settings: Settings, graph_name: str = "ragline") -> Async
             RedisRunRegistry(redis) if checkpoints == "redis" and streams_kind == "redis" else MemoryRunRegistry()
         )
         graph = build_graph(graph_name, checkpointer=saver)
-        yield Backend(settings, graph, saver, streams, registry, sessions, assistants, redis)
+        agent_graph = build_agent_graph(checkpointer=saver)
+        yield Backend(settings, graph, agent_graph, saver, streams, registry, sessions, assistants, redis)
 
 
 def assistant_store(checkpoints: str, settings: Settings, redis: Any) -> AssistantStore:

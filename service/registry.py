@@ -35,6 +35,8 @@ class RunRecord:
     assistant_id: str = ""  # the assistant the turn runs with (service/assistants.py), "" for none
     assistant_version: int = 0
     agent_json: str = ""  # that version's configuration: the run's agent, on a takeover too
+    graph: str = "pipeline"  # the graph the turn runs, and a takeover resumes: "pipeline" or "agent" (an agent-mode assistant)
+    agent_tools: tuple[str, ...] = ()  # agent mode: the tools the assistant allows (RunContext.agent_tools)
 
     @property
     def message_id(self) -> str:
@@ -227,7 +229,10 @@ def _dump(record: RunRecord) -> str:
 
 
 def _load(raw: object) -> RunRecord:
-    return RunRecord(**json.loads(_text(raw)))
+    fields = json.loads(_text(raw))  # a record stored before a field existed gets its default
+    if "agent_tools" in fields:
+        fields["agent_tools"] = tuple(fields["agent_tools"])
+    return RunRecord(**fields)
 
 
 def now() -> float:

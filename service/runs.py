@@ -10,6 +10,8 @@ client: a refresh or a dropped connection resumes from the stream.
   stages and tokens. From that moment no further answer text is appended; a graph that has not
   ended STOP_GRACE_S later is cancelled hard. Either way the assistant message is saved with
   exactly the text the client was shown, marked stopped, and `complete` (data.stopped) goes last.
+- the graph: the pipeline, or agent mode's graph for a turn naming an agent-mode assistant; the
+  run record names it (RunRecord.graph), so a takeover resumes the graph that wrote the checkpoint.
 - durable runs (Redis): the holder renews a lease; a replica that finds a running run without a
   lease takes it over, resumes the graph from its last checkpoint and keeps appending to the
   same stream through a ResumeFilter, so the client never sees text twice.
@@ -39,6 +41,7 @@ from ragline.logs import bind_log_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, Principal
 from ragline.service.after_turn import AfterTurn
+from ragline.service.assistant_service import check_agent_model
 from ragline.service.assistants import Assistant
 from ragline.service.backend import Backend
 from ragline.service.heap import HeapFreezer
@@ -110,6 +113,8 @@ class RunManager:
         (the request already holds its settings: AssistantService.turn), the run's agent is its
         configuration and the answer records its id and version."""
         check_models(request, self.settings, who.tenant_id)
+        if assistant is not None and assistant.mode == "agent":
+            check_agent_model(request, self.settings)
         ids = turn_ids(RunContext(session_id=session.id))
         record = RunRecord(
             session_id=session.id,
@@ -125,6 +130,8 @@ class RunManager:
             assistant_id=assistant.id if assistant else "",
             assistant_version=assistant.version if assistant else 0,
             agent_json=assistant.config.model_dump_json(exclude_none=True) if assistant else "",
+            graph="agent" if assistant is not None and assistant.mode == "agent" else "pipeline",
+            agent_tools=tuple(assistant.tools) if assistant is not None and assistant.mode == "agent" else (),
         )
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:
@@ -156,10 +163,11 @@ class RunManager:
             agent=AgentConfig.model_validate_json(record.agent_json) if record.agent_json else None,
             assistant_id=record.assistant_id,
             assistant_version=record.assistant_version,
+            agent_tools=tuple(record.agent_tools),
             cancel_event=threading.Event(),
             services=self.services,
         )
-        driver = TurnDriver(self.backend.graph, context, config=threads.thread_config(record.session_id),
+        driver = TurnDriver(self.backend.graph_for(record.graph), context, config=threads.thread_config(record.session_id),
                             durability=self.backend.durability)
         run = Run(record, driver, request, fence=self.backend.registry.fence(record.message_id, self.holder, self.lease_ttl_s))
         run.stage_events = StageEvents(self.backend.streams, run)  # a stage's events go straight into the log
@@ -195,7 +203,7 @@ class RunManager:
             if resume:
                 graph_input = await self._prepare_resume(run)
             elif not self._at_rest.pop(record.session_id, False):  # no run holds the thread (the registry said so)
-                await threads.settle(self.backend.graph, record.session_id)  # clear what a dead one left pending
+                await threads.settle(run.driver.graph, record.session_id)  # clear what a dead one left pending
             if graph_input is not _SKIP and not run.cancelled:
                 async with asyncio.timeout(defaults.RUN_MAX_S):
                     async for event in run.driver.event_dicts(graph_input):  # agent_query went out at submit
@@ -276,7 +284,7 @@ class RunManager:
         taken over from another replica reads the thread back, since stages that ran there wrote part of it."""
         if run.resume_filter is None:
             return run.driver.written.values()
-        return (await threads.snapshot(self.backend.graph, run.record.session_id)).values
+        return (await threads.snapshot(run.driver.graph, run.record.session_id)).values
 
     def _after_turn(self, run: Run, values: dict[str, Any]) -> None:
         """Citations into the caller's ledger, the turn into their chat history when asked
@@ -291,7 +299,7 @@ class RunManager:
 
     async def _settle_answer(self, run: Run, values: dict[str, Any] | None) -> None:
         """The saved assistant message and the client's transcript must agree (`values`: the thread after the turn)."""
-        record, graph = run.record, self.backend.graph
+        record, graph = run.record, self.backend.graph  # edits of the thread go through the pipeline, whichever graph ran
         shown = run.transcript
         if run.cancelled:
             await threads.save_answer(
@@ -335,7 +343,7 @@ class RunManager:
         if run.transcript.stopped or await self.backend.registry.stop_requested([record.message_id]):
             run.context.cancel_event.set()
             return _SKIP
-        state = await threads.snapshot(self.backend.graph, record.session_id)
+        state = await threads.snapshot(run.driver.graph, record.session_id)  # the run's own graph: its pending tasks
         turn = state.values.get("turn")
         if turn is not None and turn.assistant_message_id == record.assistant_message_id:
             # Finished means no task at all. `next` alone is not enough: a process killed after a

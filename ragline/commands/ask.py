@@ -66,6 +66,9 @@ async def _assistant_turn(args: argparse.Namespace, services: Services, query: s
             raise
         raise CLIError(message) from None
     used = turn.assistant
+    if used.mode == "agent":
+        raise CLIError(f"assistant {used.name!r} runs in agent mode, which ragline ask and chat do not run yet; "
+                       "ask it through ragline serve (the API, the OpenAI-compatible API or MCP)")
     return turn.request, {"agent": used.config, "assistant_id": used.id, "assistant_version": used.version}
 
 

@@ -95,9 +95,17 @@ async def test_the_openai_door_refuses_what_the_assistant_does_not_allow_and_unk
         for client, model in ((acme, "assistant:no-such-id"), (globex, f"assistant:{bob['id']}"), (acme, "assistant:")):
             with pytest.raises(openai.NotFoundError, match="does not exist"):
                 await client.chat.completions.create(model=model, messages=question)
-        agent = (await rest.post(f"{V1}/assistants", json={"name": "Researcher", "mode": "agent"})).json()
-        with pytest.raises(openai.BadRequestError, match="agent mode is not available yet"):
-            await acme.chat.completions.create(model=f"assistant:{agent['id']}", messages=question)
+
+
+
+async def test_the_openai_door_runs_an_agent_mode_assistant_on_agent_modes_graph(server, rest, scripted_model):
+    agent = (await rest.post(f"{V1}/assistants", json={"name": "Researcher", "mode": "agent", "tools": ["search_knowledge"]})).json()
+    scripted_model.on(lambda b: "tools" in b, Reply.text("Answered by the agent."))
+    async with openai_client(server, "key-a") as acme:
+        done = await acme.chat.completions.create(model=f"assistant:{agent['id']}", messages=[{"role": "user", "content": "Who are you?"}])
+    assert done.choices[0].message.content == "Answered by the agent."
+    assert [t["function"]["name"] for t in scripted_model.requests[-1]["tools"]] == ["search_knowledge"]  # the assistant's tools
+    assert await recorded(rest, done.model_extra["ragline"]["session_id"]) == [(agent["id"], 1)]
 
 
 # --- MCP ---

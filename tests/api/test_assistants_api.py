@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from ragline.api.app import create_app
+from ragline.settings import LOCAL_CHAT_MODEL
 from tests.api.live import ThreadServer, answer_of, collect, memory_settings, new_session
 from tests.scripted_model import Reply, system_text
 
@@ -30,7 +31,7 @@ def server(request, scripted_server, tmp_path_factory) -> Iterator[ThreadServer]
         shared = {"redis_url": redis.url, "checkpointer": "redis", "stream_manager": "redis"}
     settings = memory_settings(
         scripted_server, data_dir=tmp_path_factory.mktemp(f"assistants-{request.param}"), api_keys=KEYS,
-        allowed_models=["openai/gpt-4o-mini"], embedding_model="openai/scripted-embed", embedding_api_base=scripted_server.base_url,
+        allowed_models=["openai/gpt-4o-mini", LOCAL_CHAT_MODEL], embedding_model="openai/scripted-embed", embedding_api_base=scripted_server.base_url,
         embedding_api_key="scripted-key", **shared,
     )
     live = ThreadServer(create_app(settings)).start()
@@ -169,7 +170,7 @@ async def test_a_turn_may_set_only_the_settings_its_assistant_allows(acme, scrip
     assert got[-1].type == "complete" and scripted_model.requests[-1]["max_tokens"] == 42
 
 
-async def test_a_turn_naming_an_unknown_deleted_or_agent_mode_assistant_is_refused(acme):
+async def test_a_turn_naming_an_unknown_or_deleted_assistant_or_an_agent_on_the_local_model_is_refused(acme):
     sid = await new_session(acme, title="t")
     chat = f"{V1}/sessions/{sid}/chat"
     refused(await acme.post(chat, json={"query": "hi", "assistant_id": "no-such-assistant"}), 404, "assistant no-such-assistant not found")
@@ -179,7 +180,9 @@ async def test_a_turn_naming_an_unknown_deleted_or_agent_mode_assistant_is_refus
     refused(await acme.post(chat, json={"query": "hi", "assistant_id": gone["id"]}), 404, "not found")
     agent = await create(acme, name="Researcher", mode="agent", tools=["search_knowledge", "web_search"])
     assert (await acme.get(f"{V1}/assistants/{agent['id']}")).json()["tools"] == ["search_knowledge", "web_search"]
-    refused(await acme.post(chat, json={"query": "hi", "assistant_id": agent["id"]}), 422, "agent mode is not available yet")
+    local = await create(acme, name="Local researcher", mode="agent", config={"chat_model": LOCAL_CHAT_MODEL})
+    refused(await acme.post(chat, json={"query": "hi", "assistant_id": local["id"]}), 422,
+            f"agent mode needs a model with tool calling; the local model {LOCAL_CHAT_MODEL}")
 
 
 async def test_an_assistants_knowledge_bases_and_fallback_reach_a_knowledge_chat_turn(acme):

@@ -4,6 +4,7 @@ service's rules (models, overridable settings, agent mode) without HTTP."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 
 import pytest
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 
 from ragline.graph.request import AgentConfig
 from ragline.service.access import InvalidRequestError, NotFoundError, Principal, UnprocessableError
-from ragline.service.assistant_service import AssistantCreate, AssistantService, AssistantUpdate, merged_config
+from ragline.service.assistant_service import AssistantCreate, AssistantService, AssistantUpdate, check_agent_model, merged_config
 from ragline.service.assistants import (
     SETTINGS,
     Assistant,
@@ -21,7 +22,7 @@ from ragline.service.assistants import (
     utcnow,
 )
 from ragline.services import Services
-from ragline.settings import Settings
+from ragline.settings import LOCAL_CHAT_MODEL, Settings
 from tests.redis_server import fresh_redis
 
 
@@ -207,11 +208,22 @@ async def test_a_turn_runs_on_the_latest_version_and_may_set_only_what_the_assis
         await service.turn(ME, made.id, {"query": "q", "rerank_top_k": 9})
 
 
-async def test_a_turn_naming_an_agent_mode_assistant_is_refused_until_agent_mode_exists(service):
+async def test_an_agent_mode_assistant_gets_its_turn_unless_its_model_cannot_call_tools(service):
     made = await service.create(ME, AssistantCreate(name="agent", mode="agent", tools=["search_knowledge"]))
-    assert (await service.get(ME, made.id)).mode == "agent"  # stored
-    with pytest.raises(UnprocessableError, match="agent mode is not available yet"):
-        await service.turn(ME, made.id, {"query": "q"})
+    turn = await service.turn(ME, made.id, {"query": "q"})
+    assert turn.assistant.mode == "agent" and turn.assistant.tools == ["search_knowledge"]
+    check_agent_model(turn.request, service.services.settings)  # openai/configured: a litellm model may call tools
+    local = Settings(chat_model=LOCAL_CHAT_MODEL, redis_url=None)
+    with pytest.raises(UnprocessableError, match=f"agent mode needs a model with tool calling; the local model {LOCAL_CHAT_MODEL}"):
+        check_agent_model(turn.request, local)  # the configured default, when the assistant names no model
+    check_agent_model(turn.request.model_copy(update={"chat_model": "openai/gpt-4o-mini"}), local)
+
+
+def test_an_assistant_stored_with_the_old_name_of_read_chunks_loads_with_the_tool_s_name():
+    stored = {"id": "a1", "tenant_id": "t", "name": "a", "mode": "agent", "tools": ["read_document", "search_knowledge"]}
+    assert Assistant.model_validate_json(json.dumps(stored)).tools == ["read_chunks", "search_knowledge"]
+    with pytest.raises(ValidationError, match="'read_anything' is not a known tool"):
+        Assistant(tenant_id="t", name="a", tools=["read_anything"])
 
 
 async def test_another_tenants_assistant_or_a_deleted_one_is_not_found(service):

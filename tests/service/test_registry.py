@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 
 import pytest
 
@@ -78,3 +80,14 @@ async def test_a_late_heartbeat_never_takes_back_the_lease_of_a_run_that_ended(r
     await registry.finish(record())
     assert not await registry.renew("m1", "A", 5)
     assert await redis.get("ragline:lease:m1") is None
+
+
+async def test_an_agent_run_record_keeps_its_graph_and_tools_and_an_older_record_loads_as_a_pipeline_run(redis):
+    registry = RedisRunRegistry(redis)
+    agent = dataclasses.replace(record(), graph="agent", agent_tools=("search_knowledge", "read_chunks"))
+    await registry.begin(agent, "A", 5)
+    assert await registry.get("m1") == agent  # the graph a takeover resumes, and the tools, as written
+    older = {k: v for k, v in dataclasses.asdict(record("s2", "m2")).items() if k not in ("graph", "agent_tools")}
+    await redis.set(registry._k("run", "m2"), json.dumps(older))
+    loaded = await registry.get("m2")
+    assert loaded is not None and (loaded.graph, loaded.agent_tools) == ("pipeline", ())

@@ -1,0 +1,140 @@
+"""Agent mode through the HTTP API (issue 28): a turn naming an agent-mode assistant runs agent mode's
+graph (graph/agent.py) on the run manager, with the scripted tool-calling model and a real knowledge
+base made over REST (the local e5 embedder, Chroma, BM25). Two search rounds, then an answer citing
+passages of both; the saved message records the assistant. The local model is refused up front."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from ragline.settings import LOCAL_CHAT_MODEL
+from tests.api.jobs import knowledge_base_over_rest
+from tests.api.live import ThreadServer, answer_of, collect, memory_settings, new_session, serve_embedded
+from tests.scripted_model import Reply, ScriptedCall
+
+V1 = "/api/v1"
+KEYS = {"key-a": "acme"}
+DESIGNER = "The Aurora sensor was designed by the engineer Mira Holt in 2019."
+BIRTHPLACE = "Mira Holt was born in Tromsø, a city in northern Norway."
+QUESTION = "Where was the designer of the Aurora sensor born?"
+KB_TAG = re.compile(r'<kb chunk_id="([^"]+)"')
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, scripted_server) -> Iterator[ThreadServer]:
+    root = tmp_path_factory.mktemp("agent-turns")
+    live = serve_embedded(root, memory_settings(scripted_server, api_keys=KEYS, data_dir=root, allowed_models=[LOCAL_CHAT_MODEL]))
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def people(server) -> str:
+    kb, _ = knowledge_base_over_rest(server.url, "key-a", "people", {"Aurora": DESIGNER, "Holt": BIRTHPLACE})
+    return kb
+
+
+@pytest.fixture
+async def acme(server, scripted_model) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=60, headers={"X-API-Key": "key-a"}) as client:
+        yield client
+
+
+async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
+    response = await client.post(f"{V1}/assistants", json={"name": "Researcher", "mode": "agent", **body})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def tool_messages(body: dict[str, Any]) -> list[str]:
+    return [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
+def alias_of(body: dict[str, Any], words: str) -> str:
+    """The handle (cN) under which the model was given the passage containing `words`."""
+    for content in tool_messages(body):
+        for alias, text in re.findall(r'<result id="(c\d+)"[^>]*>\n(.*?)\n</result>', content, re.S):
+            if words in text:
+                return alias
+    raise AssertionError(f"no passage with {words!r} was given to the model")
+
+
+class CitingAnswer(Reply):
+    """The third reply: cites the passages of both rounds by the handles the model read."""
+
+    def cite(self, body: dict[str, Any]) -> bool:
+        designer, birthplace = alias_of(body, "designed by"), alias_of(body, "born in")
+        self.chunks = Reply.text(f'Mira Holt designed it <ref id="{designer}"/> and she was born in Tromsø <ref id="{birthplace}"/>.').chunks
+        return True
+
+
+def script_two_rounds(scripted_model: Any) -> None:
+    answer = CitingAnswer()
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1"),
+                                    text="First I look up who designed the Aurora sensor."))
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 1,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "where was Mira Holt born"}, id="s2"),
+                                    text="Now where Mira Holt was born."))
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 2 and answer.cite(b), answer)
+
+
+async def test_an_agent_mode_assistant_answers_through_the_api_in_two_search_rounds_citing_both(acme, people, scripted_model):
+    made = await create(acme, config={"knowledge_base_ids": [people]}, tools=["search_knowledge", "read_document"])
+    assert made["tools"] == ["search_knowledge", "read_chunks"]  # the old name of the tool is the tool
+    script_two_rounds(scripted_model)
+    sid = await new_session(acme, title="t")
+    got = await collect(acme, "POST", f"{V1}/sessions/{sid}/knowledge-chat", json={"query": QUESTION, "assistant_id": made["id"]})
+
+    seen = [("thought" if (f.event.get("data") or {}).get("thought") else f.type) for f in got]
+    assert seen[0] == "agent_query" and seen[-1] == "complete" and "error" not in seen
+    assert [k for k in seen if k in ("thought", "tool_call", "tool_result", "references")] == [
+        "thought", "tool_call", "tool_result", "thought", "tool_call", "tool_result", "references"]
+    calls = [f.event["data"] for f in got if f.type == "tool_call"]
+    assert [(c["tool_name"], c["arguments"]["query"]) for c in calls] == [("search_knowledge", "who designed the Aurora sensor"),
+                                                                          ("search_knowledge", "where was Mira Holt born")]
+    assert all(f.event["data"]["success"] for f in got if f.type == "tool_result")
+    # the model was offered only the tools the assistant allows, on the agent graph's requests
+    assert [t["function"]["name"] for t in scripted_model.requests[0]["tools"]] == ["search_knowledge", "read_chunks"]
+    assert len(scripted_model.requests) == 3
+
+    final = "".join(f.event["content"] for f in got if f.type == "answer" and (f.event.get("data") or {}).get("segment") == 2)
+    cited = KB_TAG.findall(final)
+    references = {r["chunk_id"]: r["content"] for f in got if f.type == "references" for r in f.event["knowledge_references"]}
+    assert len(cited) == 2 and set(cited) <= set(references)
+    assert "designed by" in references[cited[0]] and "born in" in references[cited[1]]  # one passage of each round
+
+    items = (await acme.get(f"{V1}/sessions/{sid}/messages")).json()["items"]
+    [saved] = [m for m in items if m["role"] == "assistant"]
+    assert saved["content"].startswith("Mira Holt designed it") and KB_TAG.findall(saved["content"]) == cited
+    assert (saved["assistant_id"], saved["assistant_version"]) == (made["id"], 1)
+    assert answer_of(got).endswith(saved["content"])  # the superseded introductions went first, then this answer
+
+
+async def test_a_pipeline_turn_and_an_agent_turn_share_a_session(acme, people, scripted_model):
+    agent = await create(acme, config={"knowledge_base_ids": [people]}, tools=["search_knowledge"])
+    scripted_model.on(lambda b: "tools" in b, Reply.text("The agent says hello."))
+    scripted_model.on(lambda b: True, Reply.text("The pipeline says hello."))
+    sid = await new_session(acme, title="t")
+    first = await collect(acme, "POST", f"{V1}/sessions/{sid}/chat", json={"query": "hi", "rewrite_enabled": False})
+    second = await collect(acme, "POST", f"{V1}/sessions/{sid}/knowledge-chat", json={"query": "and you?", "assistant_id": agent["id"]})
+    assert (answer_of(first), answer_of(second)) == ("The pipeline says hello.", "The agent says hello.")
+    items = (await acme.get(f"{V1}/sessions/{sid}/messages")).json()["items"]
+    assert [(m["role"], m["content"]) for m in items] == [("user", "hi"), ("assistant", "The pipeline says hello."),
+                                                          ("user", "and you?"), ("assistant", "The agent says hello.")]
+
+
+async def test_an_agent_mode_assistant_on_the_local_model_is_refused_before_the_turn(acme, people, scripted_model):
+    local = await create(acme, config={"knowledge_base_ids": [people], "chat_model": LOCAL_CHAT_MODEL})
+    sid = await new_session(acme, title="t")
+    response = await acme.post(f"{V1}/sessions/{sid}/knowledge-chat", json={"query": QUESTION, "assistant_id": local["id"]})
+    assert response.status_code == 422, response.text
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"agent mode needs a model with tool calling; the local model {LOCAL_CHAT_MODEL}")
+    assert scripted_model.requests == []
+    assert (await acme.get(f"{V1}/sessions/{sid}/messages")).json()["items"] == []  # no turn was started
