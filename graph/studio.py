@@ -7,6 +7,7 @@ root of that host. It builds one `Services` from settings (the environment, or l
 
 from __future__ import annotations
 
+from ragline.graph.agent import build_agent_graph
 from ragline.graph.graphs import build_graph
 from ragline.services import Services
 
@@ -19,3 +20,4 @@ chat_stream = build_graph("chat_stream", services=services)
 chat_history_stream = build_graph("chat_history_stream", services=services)
 rag = build_graph("rag", services=services)
 rag_stream = build_graph("rag_stream", services=services)
+ragline_agent = build_agent_graph(services=services)  # agent mode: needs a chat model with tool calling
