@@ -21,7 +21,7 @@ async def _json_routes(client: httpx.AsyncClient) -> list[tuple[str, str]]:
     """Every route that takes a JSON body, with real ids so each reaches its body."""
     sid = await new_session(client)
     kb = (await client.post("/api/v1/knowledge-bases", json={"name": "limits-kb"})).json()["id"]
-    ids = {"session_id": sid, "kb_id": kb, "document_id": "missing", "message_id": "missing", "memory_id": "missing", "job_id": "missing"}
+    ids = {"session_id": sid, "kb_id": kb, "document_id": "missing", "message_id": "missing", "memory_id": "missing", "job_id": "missing", "assistant_id": "missing"}
     routes = []
     for route in ROUTES:
         for method in sorted((route.methods or set()) & {"POST", "PATCH"}):
