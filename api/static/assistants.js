@@ -25,7 +25,7 @@ export class AssistantPicker {
   }
 
   async load() {
-    this.assistants = (await this.api.json("assistants?page_size=100")).items.filter((a) => a.mode === "pipeline");
+    this.assistants = (await this.api.json("assistants?page_size=100")).items;
     const none = element("option", "", "None (this page's choices)");
     none.value = "";
     this.select.replaceChildren(none, ...this.assistants.map((a) => {

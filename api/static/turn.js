@@ -9,6 +9,9 @@ import { renderAnswer } from "./markdown.js";
 const STEP_LABELS = {
   query_understand: { running: "Understanding the question…", done: "Understood the question", failed: "Could not rewrite the question; it was searched as asked" },
   knowledge_search: { running: "Searching the knowledge bases…", done: "Searched the knowledge bases", failed: "The knowledge base search failed" },
+  // agent mode's tools (nodes/tools/)
+  search_knowledge: { running: "Searching the knowledge bases…", done: "Searched the knowledge bases", failed: "The knowledge base search failed" },
+  read_chunks: { running: "Reading a document…", done: "Read a document", failed: "Could not read the document" },
 };
 
 // Why an answer failed (the error event's data.code, graph/state.py ErrorKind), in people's
@@ -42,6 +45,8 @@ export class Turn {
     this.images = images;
     this.messageId = null;
     this.answer = "";
+    this.unsegmented = ""; // the answer's text without an agent-mode segment (the pipeline's)
+    this.segments = new Map(); // agent mode: round -> the text the model wrote in it
     this.thinking = "";
     this.references = [];
     this.citations = [];
@@ -92,10 +97,11 @@ export class Turn {
         this.onReferences(this);
         break;
       case "thinking":
-        this.addThinking(event.content || "", Boolean(data.replace));
+        if (data.thought) this.supersede(data.superseded_segment);
+        this.addThinking(data.thought && this.thinking ? `\n\n${event.content || ""}` : event.content || "", Boolean(data.replace));
         break;
       case "answer":
-        this.addAnswer(event.content || "", Boolean(data.replace));
+        this.addAnswer(event.content || "", Boolean(data.replace), data.segment);
         if (event.done && data.truncated) this.setStatus("The answer was cut off at the output limit.", "note");
         break;
       case "stop":
@@ -172,9 +178,23 @@ export class Turn {
     this.thinkingText.textContent = this.thinking; // plain text: never markup
   }
 
-  addAnswer(text, replace) {
-    this.answer = replace ? text : this.answer + text;
+  addAnswer(text, replace, segment) {
+    if (segment === undefined || segment === null) {
+      this.unsegmented = replace ? text : this.unsegmented + text;
+      if (replace) this.segments.clear(); // a replace is the whole answer (the saved one, after a takeover or an agent's rounds)
+    } else {
+      this.segments.set(segment, (replace ? "" : this.segments.get(segment) || "") + text);
+    }
+    this.answer = this.unsegmented + [...this.segments.values()].join("");
     if (this.answer && !this.thinkingBox.hidden) this.thinkingSummary.textContent = "Thought";
+    this.scheduleRender();
+  }
+
+  /** Agent mode: the text of a round that went on to call tools was the model thinking aloud (its
+   * `thought` carries it to the thinking box); it is no part of the answer. */
+  supersede(segment) {
+    if (segment === undefined || segment === null || !this.segments.delete(segment)) return;
+    this.answer = this.unsegmented + [...this.segments.values()].join("");
     this.scheduleRender();
   }
 
@@ -227,7 +247,7 @@ export class Turn {
     this.setMessageId(message.id);
     this.references = message.knowledge_references || [];
     this.showImages();
-    this.answer = message.content || "";
+    this.answer = this.unsegmented = message.content || "";
     if (message.stopped) this.finish("stopped", "Stopped. The partial answer is kept.");
     else if (message.truncated) this.finish("done", "The answer was cut off at the output limit.");
     else this.finish("done");

@@ -44,3 +44,37 @@ def test_a_question_asked_with_the_chosen_assistant_carries_its_id_and_gets_its_
     assert page.input_value("#assistant") == made["id"]
     with api(service) as rest:
         rest.delete(f"/assistants/{made['id']}")
+
+
+def test_an_agent_mode_assistant_shows_its_search_steps_its_thought_and_only_its_answer(page, model, service):
+    from tests.scripted_model import ScriptedCall
+
+    def tool_rounds(body: dict[str, Any]) -> int:
+        return sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+
+    model.on(lambda body: "short title" in str(body.get("messages")), Reply.text("Pairing"))
+    model.on(lambda body: "tools" in body and tool_rounds(body) == 0,
+             Reply.calling(ScriptedCall("search_knowledge", {"query": "pairing time"}, id="s1"), text="Let me look that up."))
+    model.on(lambda body: "tools" in body and tool_rounds(body) == 1, Reply.text("Pairing takes about a minute.", chunk_delay=0.3))
+    with api(service) as rest:
+        sample = next(kb for kb in rest.get("/knowledge-bases").json()["items"] if kb["name"] == "sample")
+        made = rest.post("/assistants", json={"name": "Researcher", "mode": "agent", "tools": ["search_knowledge"],
+                                              "config": {"knowledge_base_ids": [sample["id"]]}}).json()
+    try:
+        page.reload()
+        page.locator("#assistant-box:not([hidden])").wait_for()
+        assert "Researcher" in page.locator("#assistant option").all_inner_texts()  # agent-mode assistants are offered too
+        page.select_option("#assistant", made["id"])
+        page.fill("#question", "How long does pairing take?")
+        page.click("#ask")
+        streaming = page.locator(".msg.assistant.pending .answer")
+        page.wait_for_function("() => /Pairing/.test(document.querySelector('.msg.assistant.pending .answer')?.textContent || '')", timeout=60_000)
+        assert "Let me look" not in streaming.inner_text()  # the introduction left the answer when its thought came
+        answer = page.locator(".msg.assistant.done").last
+        answer.wait_for(timeout=60_000)
+        assert answer.locator(".answer").inner_text() == "Pairing takes about a minute."  # nor is it part of the end
+        assert "Let me look that up." in (answer.locator(".thinking-text").text_content() or "")  # folded: in the DOM, not drawn
+        assert answer.locator(".step.done").all_inner_texts() == ["Searched the knowledge bases"]
+    finally:
+        with api(service) as rest:
+            rest.delete(f"/assistants/{made['id']}")
