@@ -19,7 +19,9 @@ async def test_health_is_503_naming_redis_while_it_is_down_and_ok_once_it_is_bac
     settings = memory_settings(scripted_server, redis_url=redis.url, checkpointer="redis", stream_manager="redis", data_dir=tmp_path)
     live = ThreadServer(create_app(settings)).start()
     try:
-        async with httpx.AsyncClient(base_url=live.url, timeout=10) as client:
+        # Redis restarts take seconds on a loaded host: a kept-alive connection idle for as long as
+        # uvicorn's 5 s would meet the server closing it (ReadError), so the client lets go first.
+        async with httpx.AsyncClient(base_url=live.url, timeout=10, limits=httpx.Limits(keepalive_expiry=1)) as client:
             up = await client.get("/health")
             assert up.status_code == 200 and up.json()["checks"]["redis"] == "ok"
             redis.stop()
