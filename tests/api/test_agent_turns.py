@@ -13,15 +13,13 @@ import httpx
 import pytest
 
 from ragline.settings import LOCAL_CHAT_MODEL
+from tests.agent_script import BIRTHPLACE, DESIGNER, QUESTION, CitingAnswer, tool_messages
 from tests.api.jobs import knowledge_base_over_rest
 from tests.api.live import ThreadServer, answer_of, collect, memory_settings, new_session, serve_embedded
 from tests.scripted_model import Reply, ScriptedCall
 
 V1 = "/api/v1"
 KEYS = {"key-a": "acme"}
-DESIGNER = "The Aurora sensor was designed by the engineer Mira Holt in 2019."
-BIRTHPLACE = "Mira Holt was born in Tromsø, a city in northern Norway."
-QUESTION = "Where was the designer of the Aurora sensor born?"
 KB_TAG = re.compile(r'<kb chunk_id="([^"]+)"')
 
 
@@ -49,28 +47,6 @@ async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     response = await client.post(f"{V1}/assistants", json={"name": "Researcher", "mode": "agent", **body})
     assert response.status_code == 201, response.text
     return response.json()
-
-
-def tool_messages(body: dict[str, Any]) -> list[str]:
-    return [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "tool"]
-
-
-def alias_of(body: dict[str, Any], words: str) -> str:
-    """The handle (cN) under which the model was given the passage containing `words`."""
-    for content in tool_messages(body):
-        for alias, text in re.findall(r'<result id="(c\d+)"[^>]*>\n(.*?)\n</result>', content, re.S):
-            if words in text:
-                return alias
-    raise AssertionError(f"no passage with {words!r} was given to the model")
-
-
-class CitingAnswer(Reply):
-    """The third reply: cites the passages of both rounds by the handles the model read."""
-
-    def cite(self, body: dict[str, Any]) -> bool:
-        designer, birthplace = alias_of(body, "designed by"), alias_of(body, "born in")
-        self.chunks = Reply.text(f'Mira Holt designed it <ref id="{designer}"/> and she was born in Tromsø <ref id="{birthplace}"/>.').chunks
-        return True
 
 
 def script_two_rounds(scripted_model: Any) -> None:

@@ -13,12 +13,10 @@ from ragline.graph.agent import build_agent_graph
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.services import Services
+from tests.agent_script import BIRTHPLACE, DESIGNER, QUESTION, CitingAnswer, alias_of, tool_messages
 from tests.knowledge_base import create_knowledge_base
 from tests.scripted_model import Reply, ScriptedCall
 
-DESIGNER = "The Aurora sensor was designed by the engineer Mira Holt in 2019."
-BIRTHPLACE = "Mira Holt was born in Tromsø, a city in northern Norway."
-QUESTION = "Where was the designer of the Aurora sensor born?"
 KB_TAG = re.compile(r'<kb chunk_id="([^"]+)"')
 
 
@@ -28,28 +26,6 @@ def services(fresh_data_dir, scripted_model):
     create_knowledge_base(services, "people", {"Aurora": DESIGNER, "Holt": BIRTHPLACE})
     yield services
     asyncio.run(services.aclose())
-
-
-def tool_messages(body: dict[str, Any]) -> list[str]:
-    return [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "tool"]
-
-
-def alias_of(body: dict[str, Any], words: str) -> str:
-    """The handle (cN) under which the model was given the passage containing `words`."""
-    for content in tool_messages(body):
-        for alias, text in re.findall(r'<result id="(c\d+)"[^>]*>\n(.*?)\n</result>', content, re.S):
-            if words in text:
-                return alias
-    raise AssertionError(f"no passage with {words!r} was given to the model")
-
-
-class CitingAnswer(Reply):
-    """The answer of the third request: cites the passages of both rounds by the handles it read."""
-
-    def cite(self, body: dict[str, Any]) -> bool:
-        designer, birthplace = alias_of(body, "designed by"), alias_of(body, "born in")
-        self.chunks = Reply.text(f'Mira Holt designed it <ref id="{designer}"/> and she was born in Tromsø <ref id="{birthplace}"/>.').chunks
-        return True
 
 
 async def run_turn(services: Services, query: str = QUESTION, **context: Any) -> list[dict[str, Any]]:
