@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 
 from ragline import defaults
 from ragline.checkpoints.streams import Fence
+from ragline.graph.state import TurnIds
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class RunRecord:
     @property
     def message_id(self) -> str:
         return self.assistant_message_id
+
+
+def turn_of(record: RunRecord) -> TurnIds:
+    """The ids a run's events carry."""
+    return TurnIds(record.session_id, record.request_id, record.user_message_id, record.assistant_message_id)
 
 
 class RunRegistry(Protocol):

@@ -35,7 +35,6 @@ from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import as_json
 from ragline.graph.request import AgentConfig, PipelineRequest
-from ragline.graph.state import TurnIds
 from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.logs import bind_log_ids
 from ragline.service import threads
@@ -46,20 +45,17 @@ from ragline.service.assistants import Assistant
 from ragline.service.backend import Backend
 from ragline.service.heap import HeapFreezer
 from ragline.service.models import check_models
-from ragline.service.registry import RunRecord
+from ragline.service.registry import RunRecord, turn_of
 from ragline.service.relay import Run, StageEvents
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import LastRequestState, Session, utcnow
+from ragline.service.settle import settle_answer
 from ragline.service.start_slots import StartSlots
 from ragline.service.titles import title_new_session
 from ragline.services import Services
 
 log = logging.getLogger(__name__)
-
-def turn_of(record: RunRecord) -> TurnIds:
-    return TurnIds(record.session_id, record.request_id, record.user_message_id, record.assistant_message_id)
-
 
 class RunManager:
     def __init__(self, backend: Backend, services: Services, *, holder: str | None = None) -> None:
@@ -261,7 +257,7 @@ class RunManager:
             try:
                 if not run.cancelled:
                     values = await self._turn_values(run)
-                await self._settle_answer(run, values)
+                await settle_answer(run, values, self.backend.graph, lambda event: self._write(run, event, final=True))
             except Exception:
                 log.exception("could not save the answer of run %s", record.message_id)
             if values is not None:
@@ -296,38 +292,6 @@ class RunManager:
             return
         for job in jobs:
             self._spawn(job)
-
-    async def _settle_answer(self, run: Run, values: dict[str, Any] | None) -> None:
-        """The saved assistant message and the client's transcript must agree (`values`: the thread after the turn)."""
-        record, graph = run.record, self.backend.graph  # edits of the thread go through the pipeline, whichever graph ran
-        shown = run.transcript
-        if run.cancelled:
-            await threads.save_answer(
-                graph,
-                session_id=record.session_id,
-                request_id=record.request_id,
-                user_message_id=record.user_message_id,
-                assistant_message_id=record.assistant_message_id,
-                query=record.query,
-                content=shown.answer,
-                references=shown.references,
-                stopped=True,
-                metadata=run.context.answer_metadata(),
-            )
-            return
-        saved = next((m for m in (values or {}).get("messages", []) if m.id == record.assistant_message_id), None)
-        if saved is None:
-            return  # the turn failed; the error event told the client
-        text = threads.text_of(saved)
-        if text == shown.answer:
-            return
-        turn = turn_of(record)
-        if text.startswith(shown.answer):  # the stream missed the tail (a crash right after the node)
-            await self._write(run, as_json(events.answer(turn, text[len(shown.answer) :])), final=True)
-        else:
-            replace = events.answer(turn, text)
-            replace.data = {"replace": True}
-            await self._write(run, as_json(replace), final=True)
 
     # --- durability: resume, heartbeat, takeover ---
 
