@@ -1,17 +1,24 @@
 """The embedded graph store: DuckDB tables of nodes and relations in one file under the data dir.
 
-Replaces the seed's Neo4j repository for single-machine use. Matching is substring matching on
+Replaces the seed's Neo4j repository for single-machine use. DuckDB lets one process at a time
+open a file, so a file-backed store opens it for each operation and closes it after: a second
+process on the same data directory (the CLI beside `serve` or `langgraph dev`) waits its turn
+for a moment instead of being locked out, and past the wait gets an error that says why. Matching is substring matching on
 normalised names, in both directions (a node "Eiffel Tower" matches the query entity "the Eiffel
 Tower in Paris" and the entity "Eiffel"); one-hop relations come with the matched nodes.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
-from ragline.entities.store import ThreadedGraphStore
+from ragline import defaults
+from ragline.entities.store import GraphStoreError, ThreadedGraphStore
 from ragline.entities.types import (
     GraphMatch,
     GraphNode,
@@ -65,15 +72,32 @@ class DuckDBGraphStore(ThreadedGraphStore):
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = duckdb.connect(str(path))
-        self._db.execute(_SCHEMA)
+        self._memory = duckdb.connect(":memory:") if str(path) == ":memory:" else None
+        with self._connected() as db:
+            db.execute(_SCHEMA)
+
+    @contextmanager
+    def _connected(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The database for one operation: the in-memory one, or the file opened (and closed after)."""
+        if self._memory is not None:
+            yield self._memory
+            return
+        db = _open_waiting(Path(self.path), defaults.ENTITY_GRAPH_LOCK_WAIT_S)
+        try:
+            yield db
+        finally:
+            db.close()
 
     def replace_document_sync(self, knowledge_base_id: str, knowledge_id: str,
                               nodes: list[GraphNode], relations: list[GraphRelation]) -> None:
-        db = self._db
+        with self._connected() as db:
+            self._replace(db, knowledge_base_id, knowledge_id, nodes, relations)
+
+    def _replace(self, db: duckdb.DuckDBPyConnection, knowledge_base_id: str, knowledge_id: str,
+                 nodes: list[GraphNode], relations: list[GraphRelation]) -> None:
         db.execute("BEGIN TRANSACTION")
         try:
-            self._delete(knowledge_base_id, knowledge_id)
+            _delete(db, knowledge_base_id, knowledge_id)
             if nodes:
                 db.executemany(
                     "INSERT INTO graph_nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -90,44 +114,73 @@ class DuckDBGraphStore(ThreadedGraphStore):
             raise
         db.execute("COMMIT")
 
-    def _delete(self, knowledge_base_id: str, knowledge_id: str) -> None:
-        for table in ("graph_nodes", "graph_relations"):
-            self._db.execute(f"DELETE FROM {table} WHERE kb_id = ? AND knowledge_id = ?", (knowledge_base_id, knowledge_id))
-
     def delete_document_sync(self, knowledge_base_id: str, knowledge_id: str) -> None:
-        self._delete(knowledge_base_id, knowledge_id)
+        with self._connected() as db:
+            _delete(db, knowledge_base_id, knowledge_id)
 
     def delete_knowledge_base_sync(self, knowledge_base_id: str) -> None:
-        for table in ("graph_nodes", "graph_relations", "graph_kb_settings"):
-            self._db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (knowledge_base_id,))
+        with self._connected() as db:
+            for table in ("graph_nodes", "graph_relations", "graph_kb_settings"):
+                db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (knowledge_base_id,))
 
     def search_namespace_sync(self, namespace: Namespace, terms: list[str], node_limit: int, relation_limit: int) -> GraphMatch:
-        kb = namespace.knowledge_base_id
-        rows = self._db.execute(_SEARCH_NODES, {"terms": terms, "kb": kb, "doc": namespace.knowledge_id, "limit": node_limit}).fetchall()
-        nodes = [GraphNode(name, kb, doc, type_, description, list(chunks)) for name, doc, type_, description, chunks in rows]
-        if not nodes:
-            return GraphMatch()
-        params = {"kb": kb, "docs": sorted({n.knowledge_id for n in nodes}),
-                  "names": [f"{n.knowledge_id}/{n.key}" for n in nodes], "limit": relation_limit}
-        relations = [
-            GraphRelation(source, target, relation, kb, doc, description, list(chunks))
-            for source, target, relation, doc, description, chunks in self._db.execute(_SEARCH_RELATIONS, params).fetchall()
-        ]
-        return GraphMatch(nodes, relations)
+        with self._connected() as db:
+            return _search_namespace(db, namespace, terms, node_limit, relation_limit)
 
     def set_extraction_enabled_sync(self, knowledge_base_id: str, enabled: bool) -> None:
-        self._db.execute("DELETE FROM graph_kb_settings WHERE kb_id = ?", (knowledge_base_id,))
-        self._db.execute("INSERT INTO graph_kb_settings VALUES (?, ?)", (knowledge_base_id, enabled))
+        with self._connected() as db:
+            db.execute("DELETE FROM graph_kb_settings WHERE kb_id = ?", (knowledge_base_id,))
+            db.execute("INSERT INTO graph_kb_settings VALUES (?, ?)", (knowledge_base_id, enabled))
 
     def extraction_enabled_sync(self, knowledge_base_ids: list[str]) -> set[str]:
-        rows = self._db.execute(
-            "SELECT kb_id FROM graph_kb_settings WHERE extraction_enabled AND list_contains(?::VARCHAR[], kb_id)",
-            (knowledge_base_ids,),
-        ).fetchall()
+        with self._connected() as db:
+            rows = db.execute(
+                "SELECT kb_id FROM graph_kb_settings WHERE extraction_enabled AND list_contains(?::VARCHAR[], kb_id)",
+                (knowledge_base_ids,),
+            ).fetchall()
         return {row[0] for row in rows}
 
     def close_sync(self) -> None:
-        self._db.close()
+        if self._memory is not None:
+            self._memory.close()
 
     async def close(self) -> None:
         await self._run(self.close_sync)
+
+
+def _delete(db: duckdb.DuckDBPyConnection, knowledge_base_id: str, knowledge_id: str) -> None:
+    for table in ("graph_nodes", "graph_relations"):
+        db.execute(f"DELETE FROM {table} WHERE kb_id = ? AND knowledge_id = ?", (knowledge_base_id, knowledge_id))
+
+
+def _search_namespace(db: duckdb.DuckDBPyConnection, namespace: Namespace, terms: list[str],
+                      node_limit: int, relation_limit: int) -> GraphMatch:
+    kb = namespace.knowledge_base_id
+    rows = db.execute(_SEARCH_NODES, {"terms": terms, "kb": kb, "doc": namespace.knowledge_id, "limit": node_limit}).fetchall()
+    nodes = [GraphNode(name, kb, doc, type_, description, list(chunks)) for name, doc, type_, description, chunks in rows]
+    if not nodes:
+        return GraphMatch()
+    params = {"kb": kb, "docs": sorted({n.knowledge_id for n in nodes}),
+              "names": [f"{n.knowledge_id}/{n.key}" for n in nodes], "limit": relation_limit}
+    relations = [
+        GraphRelation(source, target, relation, kb, doc, description, list(chunks))
+        for source, target, relation, doc, description, chunks in db.execute(_SEARCH_RELATIONS, params).fetchall()
+    ]
+    return GraphMatch(nodes, relations)
+
+
+def _open_waiting(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """Open the file, sleeping while another process holds it, for at most `wait_s` seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() >= deadline:
+                raise GraphStoreError(
+                    f"the entity graph {path} is held by another process for more than {wait_s:g} s "
+                    "(another ragline on the same data directory, or a tool with the file open)"
+                ) from exc
+            time.sleep(0.05)

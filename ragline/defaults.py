@@ -232,6 +232,7 @@ ENTITY_NODE_MATCH_LIMIT = 20  # graph nodes matched per namespace: enough for a 
 ENTITY_RELATION_MATCH_LIMIT = 50  # relations around the matched nodes of one namespace
 GRAPH_EXTRACT_CONCURRENCY = 2  # chunks extracted at once at ingestion (2 cores; remote models go faster anyway)
 ENTITY_SEARCH_TIMEOUT_S = 10.0  # a slow graph server costs the graph hits, never the answer
+ENTITY_GRAPH_LOCK_WAIT_S = 5.0  # DuckDB admits one process at a time: a second waits this long for its turn
 
 # --- data analysis (data_analysis.go) ---
 DATA_ANALYSIS_QUERY_TIMEOUT_S = 10.0  # a runaway SQL query is interrupted, the answer goes on
