@@ -196,7 +196,7 @@ async def answers(services: Any, kb: Any, questions: list[Question]) -> list[dic
         shown = scoring.strip_tags(turn.answer)
         right = scoring.contains_any(shown, question.answers) and all(scoring.contains(shown, part) for part in question.also)
         outcome = "error" if turn.error else "not found" if turn.fallback else "right" if right else "wrong"
-        rows.append({"id": question.id, "outcome": outcome, "with_source": "<kb " in turn.answer, "answer": shown,
+        rows.append({"id": question.id, "outcome": outcome, "with_source": bool(scoring.citations(turn.answer)), "answer": shown,
                      "first_token_s": turn.first_token_s})
         print(f"{question.id:<22}{outcome:<10}{'source' if rows[-1]['with_source'] else '':<8}{shown[:90]}", flush=True)
     return rows

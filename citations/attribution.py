@@ -23,6 +23,11 @@ Rules:
   content tokens, code blocks, table rows. Except a quote: a short answer ("Southern Border
   Region", "1962") copied word for word from passages cites those passages, since that is where
   it came from (whole words, at least `ATTRIBUTION_QUOTE_MIN_CHARS` characters).
+* Unsupported is said, not hidden: a prose sentence with enough words to judge that no passage
+  supports (none close enough, or each vetoed by the support check) is followed by the
+  unsupported mark (`tags.UNSUPPORTED_MARK`) instead of its nearest passage, unless it only says
+  the passages are silent or speaks to the reader (`support.claims_nothing`). Short sentences
+  that quote nothing and sentences met after the embedder failed are not judged: no mark.
 * Streaming: text passes through as it arrives (held back only at a possible sentence end, see
   `ragline.citations.sentences`); a sentence's tags follow it as soon as it is known to have
   ended, the last one at `finish`. The one-shot `attribute_text` runs the same code, so a
@@ -45,7 +50,8 @@ import numpy as np
 from ragline import defaults
 from ragline.citations.sentences import PUBLIC_TAG, sentence_ends
 from ragline.citations.sources import SourceChunk
-from ragline.citations.support import LIST_MARKER, contradicts
+from ragline.citations.support import LIST_MARKER, claims_nothing, contradicts
+from ragline.citations.tags import UNSUPPORTED_MARK
 from ragline.retrieval.relevance import question_words
 from ragline.retrieval.tokenizer import tokenize
 
@@ -71,6 +77,15 @@ class Passage:
 
     alias: str
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What attribution found for one sentence: its supporting passages' aliases, best first, and
+    whether the sentence was judged (enough words to match, and a working embedder)."""
+
+    aliases: list[str]
+    judged: bool
 
 
 @functools.lru_cache(maxsize=4096)  # the support check asks again for the same passage sentences
@@ -125,25 +140,32 @@ class Attributor:
 
     async def match(self, sentence: str) -> list[str]:
         """Aliases of the passages that support `sentence`, best first; [] when none does."""
+        return (await self.verdict(sentence)).aliases
+
+    async def verdict(self, sentence: str) -> Verdict:
+        """The passages that support `sentence`, and whether it was judged at all: a sentence too
+        short to match (not quoted either) or met after the embedder failed is not judged."""
         if self._failed:
-            return []
+            return Verdict([], judged=False)
         if self._tokens is None:  # in a thread: the first jieba call of a process loads its dictionary (~1 s)
             self._tokens = await asyncio.to_thread(lambda: [content_tokens(p.text) for p in self._passages])
         tokens = content_tokens(sentence)
         if len(tokens) < defaults.ATTRIBUTION_MIN_CONTENT_TOKENS:
-            return await self._quote_sources(sentence) if tokens else []
+            quoted = await self._quote_sources(sentence) if tokens else []
+            return Verdict(quoted, judged=bool(quoted))
         scores = await self._scores(sentence, tokens)
         if scores is None:
-            return []
+            return Verdict([], judged=not self._failed)
         ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         best = scores[ranked[0]]
         close = [i for i in ranked[: defaults.ATTRIBUTION_MAX_PASSAGES]
                  if scores[i] >= defaults.ATTRIBUTION_MIN_SCORE and scores[i] >= best - defaults.ATTRIBUTION_MARGIN]
         if not close:
-            return []
+            return Verdict([], judged=True)
         # Overlap is not support: a passage stating another number or the opposite is never cited
-        return await asyncio.to_thread(lambda: [self._passages[i].alias for i in close
-                                                if not contradicts(sentence, self._passages[i].text, content_tokens)])
+        supported = await asyncio.to_thread(lambda: [self._passages[i].alias for i in close
+                                                     if not contradicts(sentence, self._passages[i].text, content_tokens)])
+        return Verdict(supported, judged=True)
 
     async def _scores(self, claim: str, tokens: frozenset[str]) -> list[float] | None:
         """Evidence of `claim` in each passage; None when no passage can reach the bar (or the embedder failed)."""
@@ -179,8 +201,14 @@ class Attributor:
         return found[: defaults.ATTRIBUTION_MAX_PASSAGES]
 
     async def tags(self, sentence: str) -> str:
-        """The attributed tags that follow `sentence`; "" for none."""
-        return "".join(self._tag_for(alias) for alias in await self.match(sentence))
+        """The attributed tags that follow `sentence`; the unsupported mark when it was judged and
+        no passage supports it (unless it claims nothing: "does not mention", "let me know"); else ""."""
+        verdict = await self.verdict(sentence)
+        if verdict.aliases:
+            return "".join(self._tag_for(alias) for alias in verdict.aliases)
+        if verdict.judged and not claims_nothing(sentence):
+            return UNSUPPORTED_MARK
+        return ""
 
     async def _similarities(self, sentence: str) -> list[float] | None:
         """Cosine of the sentence with every passage; None (and no more attempts) if the embedder fails."""

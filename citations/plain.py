@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragline.citations.tags import ATTRIBUTED, PUBLIC_TAG, tag_attributes
+from ragline.citations.tags import ATTRIBUTED, PUBLIC_TAG, is_unsupported_mark, tag_attributes
 
 
 @dataclass(frozen=True)
@@ -56,14 +56,20 @@ def _citation(tag: str, kind: str, number: int, offset: int) -> Citation:
     )
 
 
+UNSUPPORTED_FOOTNOTE = "[?]"
+
+
 @dataclass
 class PlainText:
     """Strips public tags from an answer fed in deltas; `footnotes` writes `[n]` in their place
-    (`[n~]` for a source Ragline matched to the sentence), numbered by source in order of first use."""
+    (`[n~]` for a source Ragline matched to the sentence, `[?]` for a sentence no passage supports),
+    numbered by source in order of first use. `unsupported` holds where each unsupported sentence
+    ends in the plain text."""
 
     footnotes: bool = False
     text: str = ""
     citations: list[Citation] = field(default_factory=list)
+    unsupported: list[int] = field(default_factory=list)
     _numbers: dict[str, int] = field(default_factory=dict)
 
     def feed(self, delta: str) -> tuple[str, list[Citation]]:
@@ -76,6 +82,11 @@ class PlainText:
             parts.append(delta[position : match.start()].rstrip(" \t"))
             position = match.end()
             offset = len(self.text) + sum(len(part) for part in parts)
+            if is_unsupported_mark(match.group(0)):
+                self.unsupported.append(offset)
+                if self.footnotes:
+                    parts.append(UNSUPPORTED_FOOTNOTE)
+                continue
             attributes = tag_attributes(match.group(0))
             key = attributes.get("chunk_id") or attributes.get("url") or match.group(0)
             number = self._numbers.setdefault(key, len(self._numbers) + 1)

@@ -11,6 +11,11 @@ before a passage is cited for a sentence two cheap checks may veto it:
   same polarity: both negated or neither ("not", "never", "n't", 不, 没, 未 ...).
 
 Neither check proves support; each only refuses what is plainly not support.
+
+A sentence that says the passages are silent ("The manual does not mention a price.") or only
+speaks to the reader ("I hope this helps.") claims nothing about the world, so no passage is
+expected to support it: `claims_nothing` tells such a sentence apart, and attribution never
+marks it unsupported.
 """
 
 from __future__ import annotations
@@ -26,6 +31,19 @@ _NEGATION = re.compile(
     r"(?i)\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n't\b"
     # Chinese: 不 except where it starts a word that negates nothing (不同 "different", 不断 ...)
     r"|不(?![同断久少仅但管论过错])|没|未(?!来)|无法|并非|禁止"
+)
+_ABSENCE = re.compile(  # verbs that speak of what a text says, not of what the world is
+    r"(?i)\b(?:do(?:es)?\s+not|do(?:es)?n't|did\s+not|didn't)\s+(?:\w+\s+)?(?:mention|say|state|specify|describe|explain)"
+    r"|\b(?:not|never)\s+(?:\w+\s+)?(?:mentioned|stated|specified|described|documented)\b"
+    r"|\bno\s+(?:\w+\s+)?(?:information|mention|details?)\b"
+    r"|\b(?:could\s+not|couldn't|cannot|can't|unable\s+to)\s+(?:find|tell|say|answer|determine)\b"
+    r"|\b(?:do\s+not|don't)\s+know\b"
+    r"|没有(?:提到|提及|说明|提供|相关|记载|信息)|未(?:提到|提及|说明|记载)|不知道|找不到|无法(?:确定|回答|找到)"
+)
+_COURTESY = re.compile(
+    r"(?i)\bhope (?:this|that|it) helps\b|\blet me know\b|\bfeel free\b|\b(?:happy|glad) to help\b"
+    r"|\bif you have (?:any )?(?:other|more|further)? ?questions?\b|\bdon't hesitate\b"
+    r"|希望(?:对您|对你|能)?(?:有所|有)?帮(?:助|到)|如(?:果)?(?:您|你)?有(?:其他|任何)(?:问题|疑问)"
 )
 LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _CLAUSE_END = re.compile(r"[;；,，:：]\s*|\s+but\s+|但是|但")
@@ -83,6 +101,13 @@ def numbers(text: str) -> frozenset[float]:
         if value is not None:
             found.add(value)
     return frozenset(found)
+
+
+def claims_nothing(sentence: str) -> bool:
+    """Whether the sentence says the sources are silent ("does not mention", "no information",
+    没有提到) or only speaks to the reader ("let me know", 希望对您有帮助) instead of stating a fact."""
+    text = PUBLIC_TAG.sub(" ", sentence)
+    return bool(_ABSENCE.search(text) or _COURTESY.search(text))
 
 
 def is_negated(text: str) -> bool:

@@ -44,6 +44,12 @@ def _attr(value: str) -> str:
 # Marks a citation Ragline matched to the sentence itself (citations/attribution.py), not one the
 # model wrote: the page draws it apart and the CLI footnote says so.
 ATTRIBUTED = 'attributed="true"'
+# Marks a sentence that no passage given to the model supports (citations/attribution.py): not a
+# source but the knowledge base's verdict, so a kb tag without a chunk. The page shows a "?" where a
+# source would stand, the CLI "[?]", and plain text drops it. Model-written kb tags are removed by
+# the stream decoder, so only attribution can write one.
+UNSUPPORTED = 'unsupported="true"'
+UNSUPPORTED_MARK = f"<kb {UNSUPPORTED}/>"
 
 
 def kb_tag(ref: ChunkRef, *, attributed: bool = False) -> str:
@@ -65,6 +71,12 @@ def web_tag(ref: WebRef, *, attributed: bool = False) -> str:
 
 def _mark(attributed: bool) -> str:
     return f" {ATTRIBUTED}" if attributed else ""
+
+
+def is_unsupported_mark(tag: str) -> bool:
+    """Whether a public tag is the mark of an unsupported sentence rather than a source."""
+    attributes = tag_attributes(tag)
+    return attributes.get("unsupported") == "true" and not attributes.get("chunk_id")
 
 
 def tag_attributes(tag: str) -> dict[str, str]:
@@ -89,6 +101,8 @@ def compact_public_tags(
     """
 
     def fold(match: re.Match[str]) -> str:
+        if is_unsupported_mark(match.group(0)):
+            return ""  # a verdict on the past answer, not a source the model could cite again
         attributes = tag_attributes(match.group(0))
         if match.group(1).lower() == "kb":
             chunk_id = attributes.get("chunk_id", "")

@@ -68,6 +68,24 @@ def test_citations_print_as_footnotes_with_their_sources():
     assert out.getvalue() == "Pairing takes three minutes [1].\n[1] setup\n"
 
 
+def test_a_sentence_no_passage_supports_prints_a_question_mark_explained_under_the_sources():
+    import io
+
+    from ragline.citations.tags import UNSUPPORTED_MARK
+    from ragline.commands.terminal import UNSUPPORTED_NOTE, TerminalPrinter
+    from ragline.graph import events
+    from ragline.graph.state import TurnIds
+
+    out = io.StringIO()
+    printer = TerminalPrinter(out, io.StringIO(), color=False)
+    turn = TurnIds("s", "r", "u", "a")
+    printer(events.answer(turn, 'Pairing takes three minutes <kb chunk_id="c9" title="setup" attributed="true"/>.'))
+    printer(events.answer(turn, f" It costs 99 euros.{UNSUPPORTED_MARK}"))
+    printer(events.complete(turn))
+    assert out.getvalue() == (f"Pairing takes three minutes [1~]. It costs 99 euros.[?]\n"
+                              f"[1] setup (matched by Ragline, not cited by the model)\n{UNSUPPORTED_NOTE}\n")
+
+
 def test_an_answer_over_a_knowledge_base_carries_no_unsearched_note():
     import io
 

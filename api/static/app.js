@@ -223,9 +223,11 @@ async function ask(question) {
   // With no knowledge base checked (and no assistant searching its own), the pure chat route
   // answers from the model alone.
   const body = { query: question, ...(pictures.length ? { images: pictures } : {}), ...(assistant ? { assistant_id: assistant.id } : {}) };
-  const request = kbIds.length || assistants.searches()
+  const searches = Boolean(kbIds.length || assistants.searches());
+  const request = searches
     ? { method: "POST", path: `${base}/knowledge-chat`, body: kbIds.length ? { ...body, knowledge_base_ids: kbIds } : body }
     : { method: "POST", path: `${base}/chat`, body };
+  turn.unsearched = !searches;
   await followLive(turn, sessionId, { request });
   // Refused before it began (a conflict, a bad key): give the question back to edit or resend.
   if (!turn.messageId && !$("question").value) {

@@ -10,7 +10,8 @@
 
 // `<kb chunk_id="..." knowledge_id="..." title="..."/>` and `<web url="..." title="..."/>`, as
 // citations/tags.py writes them: lower-case names, double-quoted values without < > or ".
-// `attributed="true"` marks a source Ragline matched to the sentence, not one the model cited.
+// `attributed="true"` marks a source Ragline matched to the sentence, not one the model cited;
+// `<kb unsupported="true"/>` (no chunk) marks a sentence that no passage supports.
 // Spaces before a tag go with it: the superscript sits right after the claim's last word.
 const CITATION_TAG = /[ \t]*<(kb|web)((?:\s+[a-z_]+="[^"<>]*")*)\s*\/>/g;
 const CITATION_ATTR = /([a-z_]+)="([^"<>]*)"/g;
@@ -59,6 +60,7 @@ function citationOf(kind, attributes) {
 function liftCitations(text, citations) {
   return text.replace(CITATION_TAG, (tag, kind, rest, offset) => {
     const attributes = attributesOf(rest);
+    if (kind === "kb" && attributes.unsupported === "true" && !attributes.chunk_id) return `${CITE_OPEN}u${CITE_CLOSE}`;
     const citation = citationOf(kind, attributes);
     if (!citation) return ""; // a citation tag naming nothing: nothing to show
     const matched = attributes.attributed === "true";
@@ -83,10 +85,13 @@ function claimBefore(text, offset) {
 }
 
 export const MATCHED_NOTE = "matched by Ragline, not cited by the model";
+export const UNSUPPORTED_NOTE = "No passage of the knowledge base supports this sentence";
 
 function citationButtons(html, citations) {
-  const pattern = new RegExp(`${CITE_OPEN}(m?)(\\d+)${CITE_CLOSE}`, "g");
-  return html.replace(pattern, (_, matched, index) => {
+  const unsupported = `<sup class="unsupported" title="${UNSUPPORTED_NOTE}" aria-label="${UNSUPPORTED_NOTE}">?</sup>`;
+  const pattern = new RegExp(`${CITE_OPEN}(?:(u)|(m?)(\\d+))${CITE_CLOSE}`, "g");
+  return html.replace(pattern, (_, mark, matched, index) => {
+    if (mark) return unsupported;
     const citation = citations[Number(index)];
     const number = Number(index) + 1;
     const source = citation.title ? `Source ${number}: ${citation.title}` : `Source ${number}`;

@@ -31,6 +31,8 @@ function failureOf(event) {
   return { text: `${FAILURES[code] || "The answer failed."} Try again; if it keeps happening, the service's log tells more.`, detail };
 }
 
+export const UNSEARCHED_NOTE = "No knowledge base was searched: this answer is the model's own, not from your documents.";
+
 function labelsFor(toolName) {
   return STEP_LABELS[toolName] || { running: `Running ${toolName}…`, done: `Finished ${toolName}`, failed: `${toolName} failed` };
 }
@@ -53,6 +55,7 @@ export class Turn {
     this.steps = new Map(); // tool_call_id -> {item, labels}
     this.finished = false;
     this.renderQueued = false;
+    this.unsearched = false; // asked with no knowledge base: the answer is the model's own
 
     this.root = element("article", "msg assistant pending"); // pending until finish()
     this.stepList = element("ol", "steps");
@@ -228,6 +231,7 @@ export class Turn {
     if (!this.thinkingBox.hidden) this.thinkingSummary.textContent = "Thought";
     this.render();
     if (message) this.setStatus(message, outcome === "failed" || outcome === "interrupted" ? "error" : "note", detail);
+    else if (outcome === "done" && this.unsearched) this.setStatus(UNSEARCHED_NOTE, "note");
     else if (this.status.dataset.kind === "progress") this.setStatus(""); // "Stopping…", "Reconnecting…"
   }
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from typing import TextIO
 
+from ragline.citations.plain import UNSUPPORTED_FOOTNOTE
 from ragline.graph.events import ResponseType, StreamResponse
 
 DIM, RESET = "\033[2m", "\033[0m"
+UNSUPPORTED_NOTE = "[?] no passage of the knowledge base supports this sentence"
 UNSEARCHED_NOTE = "(no knowledge base was searched: this answer is the model's own, not from your documents; add --kb NAME or --sample)"
 _KB_TAG = re.compile(r"<(kb|web)\b([^>]*)/>")
 _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
@@ -17,7 +19,7 @@ class TerminalPrinter:
     """Renders events: thinking dimmed, answer plain, citations as [n] with their sources listed
     after the answer, errors on stderr. A source Ragline matched to a sentence the model left
     uncited (`attributed="true"`) prints as [n~], and is listed as matched unless the model cited
-    it elsewhere."""
+    it elsewhere. A sentence no passage supports prints [?], explained under the sources."""
 
     def __init__(self, out: TextIO, err: TextIO, color: bool, *, searched: bool = True) -> None:
         self.out, self.err, self.color = out, err, color
@@ -26,9 +28,13 @@ class TerminalPrinter:
         self.failed = False
         self.cited: dict[str, str] = {}  # chunk id or url -> label shown under the answer
         self.model_cited: set[str] = set()  # ...of which the model itself cited these
+        self.unsupported = False  # some sentence was marked as supported by no passage
 
     def _footnote(self, match: re.Match[str]) -> str:
         attributes = dict(_ATTRIBUTE.findall(match.group(2)))
+        if attributes.get("unsupported") == "true" and not attributes.get("chunk_id"):
+            self.unsupported = True
+            return UNSUPPORTED_FOOTNOTE
         key = attributes.get("chunk_id") or attributes.get("url") or match.group(0)
         if key not in self.cited:
             self.cited[key] = attributes.get("title") or attributes.get("url") or key
@@ -39,12 +45,11 @@ class TerminalPrinter:
         return f"[{number}]"
 
     def _sources(self) -> str:
-        if not self.cited:
-            return ""
-        return "\n" + "\n".join(
-            f"[{n}] {label}" + ("" if key in self.model_cited else " (matched by Ragline, not cited by the model)")
-            for n, (key, label) in enumerate(self.cited.items(), start=1)
-        )
+        lines = [f"[{n}] {label}" + ("" if key in self.model_cited else " (matched by Ragline, not cited by the model)")
+                 for n, (key, label) in enumerate(self.cited.items(), start=1)]
+        if self.unsupported:
+            lines.append(UNSUPPORTED_NOTE)
+        return "\n" + "\n".join(lines) if lines else ""
 
     def __call__(self, event: StreamResponse) -> None:
         kind = event.response_type

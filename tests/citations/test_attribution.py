@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from ragline.citations import ChunkRef, Registry, SourceChunk
 from ragline.citations.attribution import Attributor
+from ragline.citations.tags import UNSUPPORTED_MARK
 
 SETUP = SourceChunk(
     chunk_id="setup-chunk", knowledge_id="setup-doc", knowledge_base_id="kb", title="setup",
@@ -127,11 +128,23 @@ async def test_a_web_page_given_to_the_model_is_attributed_as_a_web_tag(attribut
     [
         "Pairing usually fails when the sensor is more than fifty metres away from the console.",
         "The warranty also covers accidental water damage to the display.",
-        "I hope this helps you with your question about the station.",
-        "Let me know if you have any other questions about the Aurora.",
     ],
 )
-async def test_a_sentence_with_no_support_gets_no_tag(attributor, sentence):
+async def test_a_sentence_with_no_support_is_marked_unsupported_not_given_its_nearest_passage(attributor, sentence):
+    assert await attributor.attribute_text(sentence) == sentence + UNSUPPORTED_MARK
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I hope this helps you with your question about the station.",
+        "Let me know if you have any other questions about the Aurora.",
+        "The manual does not mention what the Aurora weather station costs.",
+        "There is no information about the price of the outdoor sensor.",
+        "手册中没有提到气象站的价格。",
+    ],
+)
+async def test_a_sentence_that_claims_nothing_gets_neither_a_source_nor_the_mark(attributor, sentence):
     assert await attributor.attribute_text(sentence) == sentence
 
 
@@ -143,9 +156,9 @@ async def test_a_sentence_with_no_support_gets_no_tag(attributor, sentence):
         "The console does not keep the pairing after a power cut.",
     ],
 )
-async def test_a_sentence_its_closest_passage_contradicts_gets_no_tag(attributor, sentence):
+async def test_a_sentence_its_closest_passage_contradicts_gets_no_source_and_is_marked_unsupported(attributor, sentence):
     """Overlap is not support: the opposite, or another number, in the passage vetoes the badge."""
-    assert await attributor.attribute_text(sentence) == sentence
+    assert await attributor.attribute_text(sentence) == sentence + UNSUPPORTED_MARK
 
 
 async def test_the_same_sentences_stated_as_the_passage_does_keep_their_tag(attributor):
@@ -218,6 +231,15 @@ async def test_with_citations_off_nothing_is_attributed(embedder):
     assert Attributor.for_answer(answer_registry(citations_enabled=False), GIVEN, embedder) is None
 
 
+async def test_an_unsupported_sentence_between_supported_ones_is_marked_alone(attributor):
+    text = ("Pairing takes up to three minutes. The warranty also covers accidental water damage to the display. "
+            "Repairs take about ten working days.")
+    out = await attributor.attribute_text(text)
+    assert out.count(UNSUPPORTED_MARK) == 1
+    assert out.index(UNSUPPORTED_MARK) == out.index("display.") + len("display.")
+    assert SETUP_TAG in out and WARRANTY_TAG in out
+
+
 async def test_an_embedder_failure_leaves_the_answer_whole_and_unattributed(registry):
     attributor = Attributor.for_answer(registry, GIVEN, FailingEmbedder())
     assert attributor is not None
@@ -273,3 +295,9 @@ async def test_a_short_answer_cites_its_passage_only_where_that_passage_speaks_o
 
     assert await attributor_for("How long do repairs take?").attribute_text("Ten working days.") == "Ten working days." + WARRANTY_TAG
     assert await attributor_for("How many days does pairing need?").attribute_text("Ten working days.") == "Ten working days."
+
+
+async def test_a_model_cannot_write_the_unsupported_mark_itself(attributor, registry):
+    # public tags are output-only: the decoder removes a model-written mark like any kb tag
+    text = f"Pairing takes up to three minutes.{UNSUPPORTED_MARK}"
+    assert UNSUPPORTED_MARK not in registry.expand_text(text)

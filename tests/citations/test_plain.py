@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from ragline.citations.plain import PlainText, plain_text
 from ragline.citations.sources import ChunkRef, WebRef
-from ragline.citations.tags import kb_tag, web_tag
+from ragline.citations.tags import UNSUPPORTED_MARK, kb_tag, web_tag
 
 PAIRING = ChunkRef(chunk_id="c-pair", knowledge_id="doc-1", knowledge_base_id="kb-1", title="Pairing")
 BATTERY = ChunkRef(chunk_id="c-batt", knowledge_id="doc-2", knowledge_base_id="kb-1", title="Battery")
@@ -28,6 +28,17 @@ def test_footnotes_number_each_source_once_in_order_of_first_use():
     assert citations[1].kind == "web" and citations[1].url == "https://example.org/a"
 
 
+def test_the_unsupported_mark_is_no_source_and_prints_as_a_question_mark_footnote():
+    answer = f"Pairing takes three minutes{kb_tag(PAIRING)}. It costs 99 euros{UNSUPPORTED_MARK}."
+    text, citations = plain_text(answer)
+    assert text == "Pairing takes three minutes. It costs 99 euros."
+    assert [c.chunk_id for c in citations] == ["c-pair"]
+    plain = PlainText(footnotes=True)
+    plain.feed(answer)
+    assert plain.text == "Pairing takes three minutes[1]. It costs 99 euros[?]."
+    assert plain.unsupported == [len("Pairing takes three minutes[1]. It costs 99 euros")]
+
+
 def test_sources_list_each_source_at_its_first_citation():
     plain = PlainText()
     plain.feed(f"a{kb_tag(PAIRING)} b{kb_tag(BATTERY)} c{kb_tag(PAIRING)}")
@@ -35,7 +46,7 @@ def test_sources_list_each_source_at_its_first_citation():
 
 
 words = st.text(alphabet=st.characters(blacklist_characters="<>", blacklist_categories=("Cs",)), max_size=30)
-pieces = st.lists(st.one_of(words, st.sampled_from([kb_tag(PAIRING), kb_tag(BATTERY, attributed=True)])), max_size=12)
+pieces = st.lists(st.one_of(words, st.sampled_from([kb_tag(PAIRING), kb_tag(BATTERY, attributed=True), UNSUPPORTED_MARK])), max_size=12)
 
 
 @given(pieces, st.booleans())

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline.citations.attribution import content_tokens
-from ragline.citations.support import chinese_number, contradicts, is_negated, numbers
+from ragline.citations.support import chinese_number, claims_nothing, contradicts, is_negated, numbers
 
 WARRANTY = ("Northwind Instruments gives a two-year warranty on the Aurora console and outdoor sensor from the "
             "date of purchase. Batteries and damage from lightning are not covered. Repairs take about ten working days.")
@@ -84,3 +84,24 @@ def test_chinese_numerals_read_back_as_their_value(value):
 def test_chinese_number_never_fails_on_any_text(text):
     value = chinese_number(text)
     assert value is None or value >= 0
+
+
+@pytest.mark.parametrize(("sentence", "nothing"), [
+    ("The manual does not mention what the station costs.", True),
+    ("The documents don't say how long the repair takes.", True),
+    ("It is not stated in the manual.", True),
+    ("There is no information about the price.", True),
+    ("I could not find the answer in the documents.", True),
+    ("I hope this helps!", True),
+    ("Let me know if you have any other questions.", True),
+    ("手册中没有提到价格。", True),
+    ("希望对您有帮助。", True),
+    # facts, negated or not: the passages must support these
+    ("Batteries are not covered by the warranty.", False),
+    ("The warranty does not include batteries.", False),
+    ("The console does not support 5 GHz networks.", False),
+    ("The sensor runs on two AA batteries.", False),
+    ("电池不在保修范围内。", False),
+])
+def test_a_sentence_about_the_sources_silence_or_to_the_reader_claims_nothing(sentence, nothing):
+    assert claims_nothing(sentence) is nothing

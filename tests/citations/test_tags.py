@@ -6,6 +6,7 @@ import pytest
 
 from ragline.citations.sources import ChunkRef, WebRef
 from ragline.citations.tags import (
+    UNSUPPORTED_MARK,
     compact_public_tags,
     kb_tag,
     ref_aliases,
@@ -71,6 +72,12 @@ def test_replayed_public_tags_fold_back_into_refs():
     folded = compact_public_tags(text, register_chunk, lambda url, title: "w1" if url == "https://a.test" else "")
     assert folded == 'Yes <ref id="c1"/> and <ref id="w1"/>.'
     assert registered == [ChunkRef(chunk_id="ch-1", knowledge_id="k-1", title="Guide")]
+
+
+def test_a_replayed_unsupported_mark_is_dropped_not_folded_into_a_ref():
+    text = f'It costs 99 euros.{UNSUPPORTED_MARK} Pairing takes three minutes.<kb chunk_id="ch-1" title="Guide"/>'
+    folded = compact_public_tags(text, lambda ref: "c1", lambda url, title: "")
+    assert folded == 'It costs 99 euros. Pairing takes three minutes.<ref id="c1"/>'
 
 
 def test_a_public_tag_without_an_id_is_left_untouched():

@@ -6,6 +6,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ragline.citations.tags import UNSUPPORTED_MARK
 from ragline.generation.answer import answer_turn, is_truncation
 from ragline.graph.context import RunContext
 from ragline.graph.events import ResponseType
@@ -70,8 +71,10 @@ async def test_uncited_sentences_are_attributed_and_the_streamed_answer_equals_t
     streamed, stored = await _answer(embedder, stream=True)
     whole, stored_whole = await _answer(embedder, stream=False)
     assert streamed == stored == whole == stored_whole
-    tags = re.findall(r"<kb [^>]*/>", whole)
+    tags = [t for t in re.findall(r"<kb [^>]*/>", whole) if t != UNSUPPORTED_MARK]
     assert [re.search(r'chunk_id="([^"]+)"', t).group(1) for t in tags] == ["setup-chunk", "warranty-chunk"]
+    # the secret passage was never given: its sentence is marked as supported by none, not cited
+    assert whole.endswith(f"{SECRET.content}{UNSUPPORTED_MARK} I hope this helps.")
     assert 'attributed="true"' not in tags[0]  # the model's own citation, as the decoder expanded it
     assert whole.startswith("Pairing takes up to three minutes <kb ")
     assert f'from the date of purchase.{tags[1]} It is like ' in whole and tags[1].endswith(' attributed="true"/>')
