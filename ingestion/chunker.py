@@ -26,7 +26,8 @@ _ATOM_MARK = "\ue000"  # private-use character: never a separator, never in real
 # hash, so a document is re-chunked when it is ingested or reparsed again, never behind a user's back.
 # 2: a table is a chunk of its own (the prose after it was glued to it, and embedded as the table).
 # 3: no chunk is longer than CHUNK_ATOM_MAX_FACTOR x the chunk size, whatever the input's shape.
-CHUNKER_VERSION = 3
+# 4: a chunk's vector is made with its document's title in front (embedding_text).
+CHUNKER_VERSION = 4
 
 
 @dataclass
@@ -243,8 +244,14 @@ def chunking_signature(config: ChunkingConfig) -> str:
     return f"{config.model_dump_json()}\nchunker {CHUNKER_VERSION}"
 
 
-def embedding_text(draft_content: str, headings: list[str]) -> str:
-    """What is embedded and keyword-indexed: the breadcrumb line, then the chunk."""
-    if not headings:
+def embedding_text(draft_content: str, headings: list[str], title: str = "") -> str:
+    """What is embedded: the document's title and the heading breadcrumb on one line, then the chunk.
+
+    The title goes first unless the chunk already starts with it: a chunk of a man page or a
+    manual rarely names what it is about ("The default is to retry 20 times" never says wget),
+    and without it every chunk of a long document is about as similar to a question as any other
+    (benchmarks/real_documents.py: the answering passage's vector rank, wget 50+ -> in the top 3)."""
+    trail = [part for part in ([title] if title and not draft_content.lstrip().lower().startswith(title.lower()) else []) + headings if part]
+    if not trail:
         return draft_content
-    return " > ".join(headings) + "\n\n" + draft_content
+    return " > ".join(trail) + "\n\n" + draft_content

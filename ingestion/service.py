@@ -104,6 +104,12 @@ def keyword_tokens(text: str, title: str) -> list[str]:
     return (tokenize(title) if title != UNTITLED else []) + tokenize(text)
 
 
+def vector_text(chunk: ChunkRecord) -> str:
+    """What the chunk's vector is made from: its text under its document's title and headings."""
+    title = str(chunk.metadata.get("title") or "")
+    return embedding_text(chunk.content, list(chunk.metadata.get("headings", [])), "" if title == UNTITLED else title)
+
+
 def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -> list[ChunkRecord]:
     parents = [ChunkRecord(new_id(), kb_id, knowledge_id, i, p.content, ChunkType.PARENT,
                            metadata={"headings": p.headings, "title": title}, indexed=False)
@@ -213,7 +219,7 @@ class IngestionService:
             _flag_instructions(knowledge, await asyncio.to_thread(first_instruction, doc.text))
             if doc.images and self.images:
                 chunks = await self._with_images(doc, kb, knowledge, chunks)
-            texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
+            texts = [(c.id, c.id, vector_text(c)) for c in chunks if c.indexed]
             todo.append(PreparedDocument(knowledge, chunks, texts, doc.text))
             out.append(knowledge)
         await self.write(kb, todo, progress)
@@ -371,7 +377,7 @@ class IngestionService:
                 if chunk.chunk_type == ChunkType.TEXT and only_image_references(chunk.content):
                     chunk.indexed = False
             chunks += carry_over(old_images, chunks)
-        texts = [(c.id, c.id, embedding_text(c.content, c.metadata["headings"])) for c in chunks if c.indexed]
+        texts = [(c.id, c.id, vector_text(c)) for c in chunks if c.indexed]
         await self.write(kb, [PreparedDocument(knowledge, chunks, texts, text)], progress)
         return knowledge
 
