@@ -46,7 +46,8 @@ async def side_lists(data_dir: Path, embedder: Embedder, settings: RetrievalConf
         root = Path(tmp)
         stack = RetrievalStack.build(root, embedder, settings.model_copy(update={"data_dir": root}))
         kb = stack.knowledge_bases.create("bench", chunking=ChunkingConfig(chunk_size=WHOLE_DOCUMENT, chunk_overlap=0))
-        docs = [TextDocument(doc_text(d), doc_title(d), f"beir:{d['_id']}") for d in beir.corpus]
+        # a corpus entry with no text (Cranfield's 471) cannot be a document: ingestion refuses it
+        docs = [TextDocument(doc_text(d), doc_title(d), f"beir:{d['_id']}") for d in beir.corpus if doc_text(d).strip()]
         knowledge = await IngestionService(stack).ingest_documents(kb.id, docs)
         doc_of_knowledge = {k.id: k.source.removeprefix("beir:") for k in knowledge}
         lists, hybrid = {}, {name: {} for name in variants}
@@ -70,8 +71,8 @@ async def side_lists(data_dir: Path, embedder: Embedder, settings: RetrievalConf
 
 
 def fused_run(lists, k: int, vector_weight: float, keyword_weight: float, depth: int = 100,
-              method: str = "rrf") -> dict[str, list[str]]:
-    return {q: [f.chunk_id for f in fuse([v], [kw], k, vector_weight, keyword_weight, method)][:depth]
+              method: str = "rrf", vector_std_floor: float = 0.0) -> dict[str, list[str]]:
+    return {q: [f.chunk_id for f in fuse([v], [kw], k, vector_weight, keyword_weight, method, vector_std_floor)][:depth]
             for q, (v, kw) in lists.items()}
 
 

@@ -33,6 +33,7 @@ class RetrievalFields(BaseModel):
     fusion: Literal["zscore", "rrf"] = Field("zscore", description="zscore: weighted z-scores (measured best here); rrf: the seed's weighted RRF.")
     fusion_vector_weight: float = Field(defaults.ZSCORE_VECTOR_WEIGHT, ge=0, description="z-score fusion: weight of the vector side.")
     fusion_keyword_weight: float = Field(defaults.ZSCORE_KEYWORD_WEIGHT, ge=0, description="z-score fusion: weight of the keyword side.")
+    fusion_vector_std_floor: float = Field(defaults.ZSCORE_VECTOR_STD_FLOOR, ge=0, description="z-score fusion: the vector side's standard deviation counts as at least this (cosine units): closer similarities are noise, not margins.")
     rrf_k: int = Field(defaults.RRF_K, ge=1, description="Reciprocal-rank-fusion constant.")
     rrf_vector_weight: float = Field(defaults.RRF_VECTOR_WEIGHT, ge=0, description="Weight of the vector ranks.")
     rrf_keyword_weight: float = Field(defaults.RRF_KEYWORD_WEIGHT, ge=0, description="Weight of the keyword ranks.")

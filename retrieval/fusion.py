@@ -101,24 +101,31 @@ def weighted_rrf(
     return sorted(out, key=lambda f: (-f.score, -(f.vector_score or 0.0), -(f.keyword_score or 0.0)))
 
 
-def _z_scores(best: dict[str, float]) -> dict[str, float]:
+def _z_scores(best: dict[str, float], std_floor: float = 0.0) -> dict[str, float]:
+    """Each score's distance from the pool's mean in standard deviations, the deviation taken as at
+    least `std_floor`: a pool whose scores barely differ has no margins to stretch."""
     if len(best) < 2:
         return dict.fromkeys(best, 0.0)
     mean = sum(best.values()) / len(best)
-    std = math.sqrt(sum((v - mean) ** 2 for v in best.values()) / len(best))
+    std = max(math.sqrt(sum((v - mean) ** 2 for v in best.values()) / len(best)), std_floor)
     return {c: (v - mean) / std if std > 0 else 0.0 for c, v in best.items()}
 
 
 def weighted_zscore(vector_lists: Sequence[Sequence[Hit]], keyword_lists: Sequence[Sequence[Hit]],
-                    vector_weight: float, keyword_weight: float) -> list[Fused]:
+                    vector_weight: float, keyword_weight: float, vector_std_floor: float = 0.0) -> list[Fused]:
     """Distribution-based fusion: each side's scores become z-scores over its candidate pool, the
     weighted sum (a chunk missing from one side adds 0 there) is squashed into (0,1) by a logistic.
 
     Unlike RRF it keeps how far ahead a hit is, not only its rank; measured on the three shared
     sets it beats every RRF k/weight setting (see benchmarks/retrieval_quality.py).
+
+    The vector side's deviation counts as at least `vector_std_floor`: cosine similarities of one
+    long document's chunks differ by hundredths (a man page: 0.85-0.90), and stretching such
+    differences into z-scores of 2-3 let vector noise outvote a keyword hit the question names
+    exactly (real documents: keyword rank 2 and 3 fell to 5 and 10; see ragline.defaults).
     """
     v_score, k_score = _side_scores(vector_lists), _side_scores(keyword_lists)
-    v_z, k_z = _z_scores(v_score), _z_scores(k_score)
+    v_z, k_z = _z_scores(v_score, vector_std_floor), _z_scores(k_score)
     kb_of = {h.chunk_id: h.knowledge_base_id for hits in (*vector_lists, *keyword_lists) for h in hits}
     out: list[Fused] = []
     for chunk_id, kb_id in kb_of.items():
@@ -130,12 +137,12 @@ def weighted_zscore(vector_lists: Sequence[Sequence[Hit]], keyword_lists: Sequen
 
 
 def fuse(vector_lists: Sequence[Sequence[Hit]], keyword_lists: Sequence[Sequence[Hit]], k: int,
-         vector_weight: float, keyword_weight: float, method: str = "rrf") -> list[Fused]:
+         vector_weight: float, keyword_weight: float, method: str = "rrf", vector_std_floor: float = 0.0) -> list[Fused]:
     """Both retrievers answered -> weighted RRF (or z-score fusion); only one -> best score per chunk."""
     has_vector = any(len(h) for h in vector_lists)
     has_keyword = any(len(h) for h in keyword_lists)
     if has_vector and has_keyword:
         if method == "zscore":
-            return weighted_zscore(vector_lists, keyword_lists, vector_weight, keyword_weight)
+            return weighted_zscore(vector_lists, keyword_lists, vector_weight, keyword_weight, vector_std_floor)
         return weighted_rrf(vector_lists, keyword_lists, k, vector_weight, keyword_weight)
     return deduplicate_by_score([*vector_lists, *keyword_lists])

@@ -290,15 +290,17 @@ class FusionArgs(TypedDict):
     vector_weight: float
     keyword_weight: float
     method: str
+    vector_std_floor: float
 
 
 def fusion_args(settings: RetrievalConfig) -> FusionArgs:
     """The configured fusion: z-score weights, or the seed's RRF k and weights."""
     if settings.fusion == "zscore":
         return {"k": settings.rrf_k, "vector_weight": settings.fusion_vector_weight,
-                "keyword_weight": settings.fusion_keyword_weight, "method": "zscore"}
+                "keyword_weight": settings.fusion_keyword_weight, "method": "zscore",
+                "vector_std_floor": settings.fusion_vector_std_floor}
     return {"k": settings.rrf_k, "vector_weight": settings.rrf_vector_weight,
-            "keyword_weight": settings.rrf_keyword_weight, "method": "rrf"}
+            "keyword_weight": settings.rrf_keyword_weight, "method": "rrf", "vector_std_floor": 0.0}
 
 
 def validate_same_embedding_model(kbs: list[KnowledgeBase]) -> None:

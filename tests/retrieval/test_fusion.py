@@ -73,3 +73,48 @@ def test_zscore_fusion_weights_each_sides_standard_scores_and_squashes_into_0_1(
 def test_fuse_with_rrf_method_is_the_seeds_formula():
     both = fuse([hits(V, ("a", 0.83))], [hits(K, ("a", 1.0))], 60, 0.7, 0.3, method="rrf")
     assert both[0].score == 1.0
+
+
+# The two pools of "What is the default compression preset of xz?" over the real-documents set (benchmarks/
+# real_documents.py, xz's man page embedded under its title): every chunk is 0.85-0.89 similar to the question;
+# the answering one ("The default is -6") is missing from the vector pool and third on the keyword side.
+XZ_VECTOR = [
+    ("c0", 0.8922), ("c1", 0.8914), ("c2", 0.8886), ("c3", 0.8871), ("c4", 0.8868), ("c5", 0.8814), ("c6", 0.879),
+    ("c7", 0.8771), ("c8", 0.8738), ("c9", 0.8735), ("c10", 0.8729), ("c11", 0.8723), ("c12", 0.872), ("c13", 0.8719),
+    ("c14", 0.8717), ("c15", 0.8707), ("c16", 0.8707), ("c17", 0.87), ("c18", 0.8699), ("c19", 0.8696), ("c20", 0.8695),
+    ("c21", 0.8691), ("c22", 0.869), ("c23", 0.869), ("c24", 0.869), ("c25", 0.8688), ("c26", 0.8684), ("answer",
+    0.8682), ("c27", 0.868), ("c28", 0.8679), ("c29", 0.8672), ("c30", 0.8666), ("c31", 0.8659), ("c32", 0.8655),
+    ("c33", 0.8655), ("c34", 0.865), ("c35", 0.8647), ("c36", 0.8643), ("c37", 0.8636), ("c38", 0.863), ("c39", 0.8621),
+    ("c40", 0.8617), ("c41", 0.8614), ("c42", 0.8613), ("c43", 0.8612), ("c44", 0.8609), ("c45", 0.86), ("c46", 0.8599),
+    ("c47", 0.8597), ("c48", 0.8595),
+]
+XZ_KEYWORD = [
+    ("c3", 1.0), ("c6", 0.876), ("answer", 0.862), ("c27", 0.76), ("c8", 0.756), ("c49", 0.744), ("c7", 0.733), ("c42",
+    0.72), ("c14", 0.694), ("c50", 0.686), ("c51", 0.683), ("c24", 0.677), ("c22", 0.667), ("c52", 0.636), ("c33",
+    0.632), ("c53", 0.619), ("c2", 0.615), ("c54", 0.601), ("c10", 0.593), ("c25", 0.588), ("c31", 0.571), ("c55",
+    0.558), ("c56", 0.544), ("c23", 0.536), ("c57", 0.533), ("c46", 0.526), ("c20", 0.522), ("c58", 0.508), ("c38",
+    0.501), ("c1", 0.491), ("c28", 0.477), ("c4", 0.47), ("c59", 0.465), ("c13", 0.462), ("c11", 0.459), ("c60", 0.452),
+    ("c0", 0.447), ("c61", 0.442), ("c62", 0.439), ("c63", 0.435), ("c64", 0.428), ("c65", 0.426), ("c66", 0.424),
+    ("c32", 0.422), ("c36", 0.421), ("c67", 0.42), ("c68", 0.418), ("c69", 0.414), ("c70", 0.408), ("c34", 0.405),
+]
+
+
+def test_a_vector_pool_whose_similarities_barely_differ_does_not_outvote_the_keyword_side():
+    from ragline import defaults
+    from ragline.retrieval.fusion import weighted_zscore
+
+    def top3(floor: float) -> list[str]:
+        fused = weighted_zscore([hits(V, *XZ_VECTOR)], [hits(K, *XZ_KEYWORD)], 0.6, 0.4, vector_std_floor=floor)
+        return [f.chunk_id for f in fused[:3]]
+
+    assert "answer" in top3(defaults.ZSCORE_VECTOR_STD_FLOOR)
+    assert "answer" not in top3(0.0)  # hundredths of cosine stretched into z-scores of 2-3 put it 6th or lower
+
+
+def test_the_configured_fusion_carries_the_vector_floor_and_rrf_none():
+    from ragline import defaults
+    from ragline.retrieval.config import RetrievalConfig
+    from ragline.retrieval.hybrid import fusion_args
+
+    assert fusion_args(RetrievalConfig())["vector_std_floor"] == defaults.ZSCORE_VECTOR_STD_FLOOR > 0
+    assert fusion_args(RetrievalConfig(fusion="rrf"))["vector_std_floor"] == 0.0
