@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from ragline.citations.tags import UNSUPPORTED_MARK
 from tests.api.jobs import ingested
 from tests.api.live import ProcessServer, answer_of, collect, frames, types
 from tests.redis_server import RedisServer
@@ -130,11 +131,12 @@ async def test_a_knowledge_chat_whose_server_is_killed_before_the_answer_still_a
     replicas[0] = restarted = ProcessServer(env, port=victim.port, log=tmp_path / f"restarted-{stage_frames}.log").start()
     async with httpx.AsyncClient(base_url=restarted.url, timeout=60) as client:
         tail = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", headers={"Last-Event-ID": head[-1].id})
-        assert answer_of(head + tail) == WORDS, types(head + tail)
+        # over a knowledge base the words, which no passage supports, end with the unsupported mark
+        assert answer_of(head + tail) == WORDS + UNSUPPORTED_MARK, types(head + tail)
         assert types(tail)[-1] == "complete" and "error" not in types(tail)
         for _ in range(50):
             messages = (await client.get(f"/api/v1/sessions/{sid}/messages")).json()["items"]
             if messages and messages[-1]["is_completed"]:
                 break
             await asyncio.sleep(0.1)
-        assert [m["role"] for m in messages] == ["user", "assistant"] and messages[-1]["content"] == WORDS
+        assert [m["role"] for m in messages] == ["user", "assistant"] and messages[-1]["content"] == WORDS + UNSUPPORTED_MARK
