@@ -1,9 +1,13 @@
 """Where the time of one answer goes, on the embedded default (local model, sample knowledge base).
 
-    python benchmarks/answer_latency.py [--runs 2] [--no-prompt-cache] [--model-intent] [--no-budget]
+    python benchmarks/answer_latency.py [--runs 2] [--no-prompt-cache] [--model-intent] [--no-budget] [--no-raw]
 
-Asks the questions below through the full `ragline` graph, as `ragline ask --sample` does, after
-one warm-up question. From the events' arrival times it reports p50/p95 of query understanding,
+Asks the conversations below through the full `ragline` graph, as `ragline ask --sample` does,
+after one warm-up question: each a first question (turn 1), then a follow-up in the same session
+(turn 2), some of which refer back to turn 1 and need the rewrite, some of which stand on their
+own. Turn 1 and turn 2 are reported side by side, with the ratio of their p50 first tokens (the
+goal of issue 30: turn 2 within 2x turn 1), and turn 2 split by whether its follow-up refers
+back. From the events' arrival times it reports p50/p95 of query understanding,
 search and merge, the first answer token and the complete answer; from llama.cpp's counters the
 answer prompt's tokens (and how many came from the prompt cache). Beside them it replays each
 very same answer prompt on the bare model: the raw time to the first token for the uncached
@@ -26,15 +30,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-QUESTIONS = [
-    "What battery does the outdoor sensor use and how long does it last?",
-    "How long does pairing the Aurora sensor take?",
-    "How often does the sensor send readings to the console?",
-    "Why does the console show dashes instead of outdoor readings?",
-    "How high above the ground should the sensor mast be mounted?",
-    "Which Wi-Fi networks does the console support?",
-    "What does a fall of more than 3 hPa in three hours mean?",
-    "How do I reset the rainfall total?",
+# (first question, follow-up, whether the follow-up refers back to the first turn)
+PAIRS = [
+    ("What battery does the outdoor sensor use?", "And how long does it last?", True),
+    ("How long does pairing the Aurora sensor take?", "How do I reset the rainfall total?", False),
+    ("How often does the sensor send readings to the console?", "And how often does it upload them to the cloud?", True),
+    ("Why does the console show dashes instead of outdoor readings?", "Which Wi-Fi networks does the console support?", False),
+    ("How high above the ground should the sensor mast be mounted?", "What is its radio range through walls?", True),
+    ("Which Wi-Fi networks does the console support?", "What does a fall of more than 3 hPa in three hours mean?", False),
+    ("What does a fall of more than 3 hPa in three hours mean?", "What about a rise?", True),
+    ("How do I reset the rainfall total?", "How long is the warranty on the console?", False),
 ]
 
 
@@ -52,14 +57,14 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-async def ask(graph: Any, services: Any, kb_id: str, question: str) -> Turn:
+async def ask(graph: Any, services: Any, kb_id: str, question: str, session_id: str | None = None) -> Turn:
     from ragline.graph.context import RunContext
     from ragline.graph.events import ResponseType
     from ragline.graph.request import PipelineRequest
     from ragline.graph.turn import stream_turn
 
     request = PipelineRequest(query=question, knowledge_base_ids=(kb_id,))
-    context = RunContext(session_id=str(uuid.uuid4()), services=services)
+    context = RunContext(session_id=session_id or str(uuid.uuid4()), services=services)
     turn = Turn(time.perf_counter())
     async for event in stream_turn(graph, request, context):
         kind, window = event.response_type, (event.data or {}).get("tool_name") or (event.data or {}).get("window")
@@ -104,13 +109,70 @@ def raw_timings(messages: list[dict], decode_tokens: int = 32) -> tuple[float, f
     return tail, whole, rate, len(tokens), cached
 
 
-async def main(runs: int) -> None:
+def measured(turn: Turn, captured: list[list[dict]], engine: Any, raw: bool) -> dict[str, float]:
+    """One turn's row: the events' marks, the answer call's counters, and its prompt replayed raw."""
+    stats = engine.recent_calls[-1]
+    nan = float("nan")
+    tail, whole, rate, tokens, cached = raw_timings(captured[-1]) if raw else (nan, nan, nan, 0, 0)
+    marks = turn.marks
+    return {
+        "understand": marks.get("query_understand:close", 0) - marks.get("query_understand:open", 0),
+        "search": marks.get("knowledge_search:close", 0) - marks.get("knowledge_search:open", 0),
+        "first_token": marks.get("first_token", float("nan")),
+        "complete": marks.get("complete", float("nan")),
+        "model_calls": len(captured),
+        "prompt_tokens": stats.prompt_tokens,
+        "cached_tokens": stats.cached_tokens,
+        "raw_tail": tail,
+        "raw_whole": whole,
+        "raw_decode": rate,
+        "prefill_rate": (tokens - cached) / tail if tail else float("nan"),
+    }
+
+
+MEASURES = [
+    ("understand", "query understanding s"),
+    ("search", "search + merge s"),
+    ("first_token", "first answer token s"),
+    ("complete", "complete answer s"),
+    ("model_calls", "model calls per answer"),
+    ("prompt_tokens", "answer prompt tokens"),
+    ("cached_tokens", "...of them from the prompt cache"),
+    ("raw_tail", "raw: first token, uncached part s"),
+    ("raw_whole", "raw: first token, whole prompt s"),
+    ("raw_decode", "raw: decode tokens/s"),
+    ("prefill_rate", "raw: prefill tokens/s"),
+]
+
+
+def _p50(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(row[key] for row in rows) if rows else float("nan")
+
+
+def report(first: list[dict[str, float]], second: list[dict[str, float]], refers: list[bool]) -> None:
+    """p50 and p95 of turn 1 and turn 2 side by side, turn 2's first token by kind, and the ratio."""
+    print(f"{'measure':34} {'t1 p50':>8} {'t1 p95':>8} {'t2 p50':>8} {'t2 p95':>8}")
+    for key, label in MEASURES:
+        ones, twos = [row[key] for row in first], [row[key] for row in second]
+        print(f"{label:34} {statistics.median(ones):8.2f} {_percentile(ones, 0.95):8.2f} {statistics.median(twos):8.2f} {_percentile(twos, 0.95):8.2f}")
+    ratio = statistics.median(row["first_token"] / row["raw_tail"] for row in first + second)
+    print(f"{'first token / raw uncached (ratio)':34} {ratio:8.2f}")
+    back = [row for row, flag in zip(second, refers, strict=True) if flag]
+    alone = [row for row, flag in zip(second, refers, strict=True) if not flag]
+    print(f"turn 2 first token p50: referring back {_p50(back, 'first_token'):.2f} s ({len(back)}), "
+          f"standing alone {_p50(alone, 'first_token'):.2f} s ({len(alone)}); "
+          f"model calls p50 {_p50(back, 'model_calls'):.0f} / {_p50(alone, 'model_calls'):.0f}")
+    print(f"turn 2 / turn 1 first token (p50): {_p50(second, 'first_token') / _p50(first, 'first_token'):.2f}x")
+
+
+async def main(runs: int, raw: bool = True) -> None:
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph.graphs import build_graph
     from ragline.ingestion.sample import ensure_sample_kb
     from ragline.models.local_engine import chat_engine
     from ragline.services import Services
 
+    load_at_start = os.getloadavg()[0]
     services = Services.from_settings()
     engine = chat_engine(services.settings.chat_model)
     stack = await asyncio.to_thread(lambda: services.retrieval)
@@ -125,51 +187,24 @@ async def main(runs: int) -> None:
 
     engine.generate = recording  # type: ignore[method-assign]
     await ask(graph, services, kb_id, "What does the Aurora measure?")  # warm-up: model, embedder, index
-    rows: list[dict[str, float]] = []
+    first: list[dict[str, float]] = []
+    second: list[dict[str, float]] = []
+    refers: list[bool] = []
     for _ in range(runs):
-        for question in QUESTIONS:
-            captured.clear()
-            turn = await ask(graph, services, kb_id, question)
-            stats = engine.recent_calls[-1]
-            tail, whole, rate, tokens, cached = raw_timings(captured[-1])
-            marks = turn.marks
-            rows.append({
-                "understand": marks.get("query_understand:close", 0) - marks.get("query_understand:open", 0),
-                "search": marks.get("knowledge_search:close", 0) - marks.get("knowledge_search:open", 0),
-                "first_token": marks.get("first_token", float("nan")),
-                "complete": marks.get("complete", float("nan")),
-                "model_calls": len(captured),
-                "prompt_tokens": stats.prompt_tokens,
-                "cached_tokens": stats.cached_tokens,
-                "raw_tail": tail,
-                "raw_whole": whole,
-                "raw_decode": rate,
-                "prefill_rate": (tokens - cached) / tail if tail else float("nan"),
-            })
+        for question, follow_up, refers_back in PAIRS:
+            session = str(uuid.uuid4())
+            for rows, text in ((first, question), (second, follow_up)):
+                captured.clear()
+                turn = await ask(graph, services, kb_id, text, session)
+                rows.append(measured(turn, captured, engine, raw))
+            refers.append(refers_back)
     await services.aclose()
     settings = services.settings
-    print(f"{len(rows)} answers ({runs} x {len(QUESTIONS)} questions), sample KB, local model, "
+    print(f"{len(first)} conversations of two turns ({runs} x {len(PAIRS)}), sample KB, local model, "
           f"threads={os.environ.get('RAGLINE_LOCAL_CHAT_THREADS', 'all')}, "
           f"prompt cache {'on' if settings.local_prompt_cache else 'off'}, first-turn intent: {settings.first_turn_intent}, "
-          f"budget: {'none' if settings.context_token_budget == 0 else 'default'}")
-    print(f"{'measure':34} {'p50':>8} {'p95':>8}")
-    for key, label in [
-        ("understand", "query understanding s"),
-        ("search", "search + merge s"),
-        ("first_token", "first answer token s"),
-        ("complete", "complete answer s"),
-        ("model_calls", "model calls per answer"),
-        ("prompt_tokens", "answer prompt tokens"),
-        ("cached_tokens", "...of them from the prompt cache"),
-        ("raw_tail", "raw: first token, uncached part s"),
-        ("raw_whole", "raw: first token, whole prompt s"),
-        ("raw_decode", "raw: decode tokens/s"),
-        ("prefill_rate", "raw: prefill tokens/s"),
-    ]:
-        values = [row[key] for row in rows]
-        print(f"{label:34} {statistics.median(values):8.2f} {_percentile(values, 0.95):8.2f}")
-    ratio = statistics.median(row["first_token"] / row["raw_tail"] for row in rows)
-    print(f"{'first token / raw uncached (ratio)':34} {ratio:8.2f}")
+          f"budget: {'none' if settings.context_token_budget == 0 else 'default'}, load average (1 min) {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} at the end")
+    report(first, second, refers)
 
 
 if __name__ == "__main__":
@@ -178,6 +213,7 @@ if __name__ == "__main__":
     parser.add_argument("--no-prompt-cache", action="store_true", help="evaluate every prompt in full")
     parser.add_argument("--model-intent", action="store_true", help="first turns make the rewrite call too")
     parser.add_argument("--no-budget", action="store_true", help="no passage token budget (rerank top-k only)")
+    parser.add_argument("--no-raw", action="store_true", help="skip replaying each answer prompt on the bare model (half the run time)")
     arguments = parser.parse_args()
     if arguments.no_prompt_cache:
         os.environ["RAGLINE_LOCAL_PROMPT_CACHE"] = "false"
@@ -185,4 +221,4 @@ if __name__ == "__main__":
         os.environ["RAGLINE_FIRST_TURN_INTENT"] = "model"
     if arguments.no_budget:
         os.environ["RAGLINE_CONTEXT_TOKEN_BUDGET"] = "0"
-    asyncio.run(main(arguments.runs))
+    asyncio.run(main(arguments.runs, raw=not arguments.no_raw))
