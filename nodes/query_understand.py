@@ -3,7 +3,10 @@
 One model call with rewrite.yaml (or the request's rewrite prompts) returns JSON with the
 self-contained question, the intent and, for images, their description. A separate small model
 may do it, falling back to the chat model when it fails. A first-turn text question has nothing
-to rewrite: its intent comes from embedded exemplars (generation/intents.py), without a call. For intents that need no retrieval the
+to rewrite, and neither has a follow-up that stands on its own (generation/standalone.py): their
+intent comes from embedded exemplars (generation/intents.py), without a call. The rewrite reads
+the conversation cut to a token budget (generation/rewrite.py); its fixed system prompt is the
+prompt cache's prefix on the local model. For intents that need no retrieval the
 system prompt is overridden from intent_prompts.yaml (applyIntentPromptOverride).
 
 Images go to the chat model when it sees (litellm's model map, `vision_models`, or the request
@@ -22,11 +25,13 @@ from langgraph.runtime import Runtime
 
 from ragline import defaults, prompts
 from ragline.generation.messages import language_of
+from ragline.generation.rewrite import NO_CONVERSATION, conversation_within_budget, estimated_tokens
+from ragline.generation.standalone import stands_on_its_own
 from ragline.generation.understanding import Understanding, parse_understanding
 from ragline.generation.vision import supports_vision
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
-from ragline.graph.state import HistoryTurn, PipelineState, QueryIntent, needs_retrieval
+from ragline.graph.state import PipelineState, QueryIntent, needs_retrieval
 from ragline.models.chat import ChatModelError, ChatOptions, Message
 from ragline.models.embeddings import EmbeddingError
 from ragline.services import Services, services_of
@@ -34,32 +39,26 @@ from ragline.settings import Settings, get_settings
 
 # Structured output where the provider supports it: small local models follow a schema reliably
 # (llama.cpp constrains decoding to it) where a prose instruction alone loops or drifts.
-UNDERSTANDING_FORMAT = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "query_understanding",
-        "schema": {
-            "type": "object",
-            "properties": {
-                "rewrite_query": {"type": "string"},
-                "intent": {"type": "string", "enum": [intent.value for intent in QueryIntent]},
-                "image_description": {"type": "string"},
-            },
-            "required": ["rewrite_query", "intent"],
-        },
+UNDERSTANDING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "rewrite_query": {"type": "string"},
+        "intent": {"type": "string", "enum": [intent.value for intent in QueryIntent]},
+        "image_description": {"type": "string"},
     },
+    "required": ["rewrite_query", "intent"],
 }
 
 
-def format_conversation(history: list[HistoryTurn]) -> str:
-    if not history:
-        return "(none)"
-    lines = []
-    for turn in history:
-        limit = defaults.REWRITE_HISTORY_ANSWER_CHARS
-        answer = turn.answer if len(turn.answer) <= limit else turn.answer[:limit] + "…"
-        lines += [f"User: {turn.query}", f"Assistant: {answer}"]
-    return "\n".join(lines)
+def understanding_format(images: bool) -> dict[str, Any]:
+    """The reply's schema; without images it has no image_description, so a constrained model
+    never decodes the empty field the prompt's example shows (every output token is decoded
+    before the search can start)."""
+    properties = {name: rule for name, rule in UNDERSTANDING_SCHEMA["properties"].items() if images or name != "image_description"}
+    return {"type": "json_schema", "json_schema": {"name": "query_understanding", "schema": {**UNDERSTANDING_SCHEMA, "properties": properties}}}
+
+
+UNDERSTANDING_FORMAT = understanding_format(images=True)
 
 
 def vision_model(request: PipelineRequest, settings: Settings) -> str | None:
@@ -78,11 +77,12 @@ def candidate_models(request: PipelineRequest, settings: Settings) -> list[str |
     return [small, request.chat_model] if small else [request.chat_model]
 
 
-def build_messages(state: PipelineState, settings: Settings | None = None) -> list[Message]:
+def build_messages(state: PipelineState, settings: Settings | None = None, conversation: str = NO_CONVERSATION) -> list[Message]:
+    """The rewrite prompt: system (fixed, so the prompt cache keeps it) and user (conversation + question)."""
     request = state["request"]
     template = prompts.get("rewrite")
     values = {
-        "conversation": format_conversation(state.get("history", [])),
+        "conversation": conversation,
         "query": request.query or "(image only)",
         "language": language_of(request),
         "current_time": prompts.current_time(),
@@ -98,14 +98,28 @@ def build_messages(state: PipelineState, settings: Settings | None = None) -> li
 
 
 def needs_rewrite_call(state: PipelineState, services: Services) -> bool:
-    """Only a conversation, images or custom rewrite prompts need the model; a first-turn text question does not."""
+    """Images, custom rewrite prompts and follow-ups that refer back need the model; a first-turn
+    text question and a follow-up that stands on its own do not."""
     request = state["request"]
-    return (
-        services.settings.first_turn_intent == "model"
-        or bool(state.get("history"))
-        or bool(request.images)
-        or bool(request.rewrite_prompt_system or request.rewrite_prompt_user)
-    )
+    settings = services.settings
+    if settings.first_turn_intent == "model" or request.images or request.rewrite_prompt_system or request.rewrite_prompt_user:
+        return True
+    if not state.get("history"):
+        return False
+    return settings.followup_rewrite == "always" or not stands_on_its_own(request.query)
+
+
+async def conversation(state: PipelineState, services: Services, model: str | None) -> str:
+    """The history the rewrite reads, within its token budget: counted by the local model's own
+    tokenizer, estimated for a remote one (or when the local model cannot load: the call then fails alike)."""
+    history = state.get("history", [])
+    client = services.chat(model)
+    if client.is_local:
+        try:
+            return await conversation_within_budget(history, client.count_tokens)
+        except RuntimeError:  # LocalModelError: no local extra, a broken file
+            pass
+    return await conversation_within_budget(history, estimated_tokens)
 
 
 async def understand(state: PipelineState, services: Services) -> Understanding:
@@ -114,12 +128,13 @@ async def understand(state: PipelineState, services: Services) -> Understanding:
     structured = ChatOptions(
         temperature=0.0,
         max_tokens=defaults.QUERY_UNDERSTAND_IMAGE_MAX_TOKENS if images else defaults.QUERY_UNDERSTAND_MAX_TOKENS,
-        response_format=UNDERSTANDING_FORMAT,
+        response_format=understanding_format(images),
     )
     plain = replace(structured, response_format=None)  # for servers that reject structured output
-    messages = build_messages(state, services.settings)
+    models = candidate_models(request, services.settings)
+    messages = build_messages(state, services.settings, await conversation(state, services, models[0]))
     last_error: ChatModelError | None = None
-    for model in candidate_models(request, services.settings):
+    for model in models:
         client = services.chat(model)
         for options in (structured, plain):
             try:

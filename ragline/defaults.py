@@ -65,11 +65,12 @@ DEFAULT_FAQ_SCORE_BOOST = 1.2  # multiplier for FAQ hits when FAQ priority is on
 HISTORY_FETCH_SLACK = 10  # messages fetched beyond max_rounds*2 to survive unpaired turns
 
 # --- query understanding (query_understand.go) ---
-QUERY_UNDERSTAND_MAX_TOKENS = 512  # rewrite + intent JSON is short
+QUERY_UNDERSTAND_MAX_TOKENS = 128  # rewrite + intent JSON is ~20 tokens plus the question; a looping small model stops here, not at 512
 QUERY_UNDERSTAND_IMAGE_MAX_TOKENS = 2048  # image rounds must fit the full OCR text
 INTENT_EXEMPLAR_MARGIN = 0.03  # small talk must beat every question exemplar by this much (e5 scores bunch up)
 INTENT_EXEMPLAR_MIN_SCORE = 0.85  # ...and be this close to a small-talk exemplar; below, the question is searched
-REWRITE_HISTORY_ANSWER_CHARS = 600  # enough of an earlier answer to resolve references to it
+REWRITE_HISTORY_TOKENS = 200  # of the conversation a rewrite reads: the rounds a follow-up refers to, newest first (ours)
+REWRITE_ANSWER_TOKENS = 80  # of each earlier answer: its first sentences name what a pronoun points at (ours)
 
 # --- generation (chat_completion_stream.go) ---
 TRUNCATION_FINISH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})

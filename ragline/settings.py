@@ -65,6 +65,7 @@ class Settings(BaseSettings, RetrievalFields):
     context_token_budget: int | None = Field(None, ge=0, description="Tokens of retrieved passages one answer may carry (0: no limit). Default: a small budget for the local model, none for remote models.")
     first_turn_intent: Literal["exemplars", "model"] = Field("exemplars", description="How a first-turn text question's intent is found: embedded exemplars (no model call; nothing to rewrite) or the rewrite call.")
     query_understand_model: str | None = Field(None, description="Optional small model for rewrite + intent; falls back to the chat model.")
+    followup_rewrite: Literal["when_needed", "always"] = Field("when_needed", description="A follow-up that stands on its own (names its subject, refers to nothing earlier) goes like a first turn, without the rewrite call; 'always': every follow-up is rewritten by the model.")
 
     embedding_model: str = Field(LOCAL_EMBEDDING_MODEL, description="litellm model string for embeddings.")
     embedding_api_base: str | None = None

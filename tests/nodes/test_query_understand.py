@@ -84,3 +84,62 @@ def test_image_questions_go_to_the_vision_model_with_image_parts():
     request = PipelineRequest(query="what is this?", images=[{"url": "data:image/png;base64,AAAA"}], vlm_model="openai/vlm")
     user = build_messages(_state(request))[1]["content"]
     assert user[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+
+
+@pytest.fixture
+def exemplar_intents(monkeypatch):
+    """The shipped setting: intents from exemplars where no rewrite is needed."""
+    monkeypatch.setenv("RAGLINE_FIRST_TURN_INTENT", "exemplars")
+    get_settings.cache_clear()
+
+
+BATTERY_ROUND = HistoryTurn("r0", "What batteries does the outdoor sensor use?", "The outdoor sensor runs on two AA batteries.")
+
+
+async def test_a_follow_up_that_stands_on_its_own_goes_like_a_first_turn_without_a_model_call(scripted_model, exemplar_intents):
+    question = "How do I reset the rainfall total?"
+    update = await query_understand(_state(PipelineRequest(query=question), [BATTERY_ROUND]), node_runtime())
+    assert scripted_model.requests == []
+    assert update["rewrite_query"] == question and update["intent"] == "kb_search"
+
+
+async def test_a_follow_up_that_refers_back_is_rewritten_by_the_model(scripted_model, exemplar_intents):
+    scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "How long do the outdoor sensor batteries last?", "intent": "kb_search"}'))
+    update = await query_understand(_state(PipelineRequest(query="And how long does it last?"), [BATTERY_ROUND]), node_runtime())
+    assert len(scripted_model.requests) == 1 and update["rewrite_query"] == "How long do the outdoor sensor batteries last?"
+
+
+async def test_the_always_setting_rewrites_every_follow_up(scripted_model, exemplar_intents, monkeypatch):
+    monkeypatch.setenv("RAGLINE_FOLLOWUP_REWRITE", "always")
+    get_settings.cache_clear()
+    scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "How do I reset the rainfall total?", "intent": "kb_search"}'))
+    await query_understand(_state(PipelineRequest(query="How do I reset the rainfall total?"), [BATTERY_ROUND]), node_runtime())
+    assert len(scripted_model.requests) == 1
+
+
+async def test_the_rewrite_reads_the_newest_rounds_within_its_token_budget(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "q", "intent": "kb_search"}'))
+    history = [HistoryTurn(f"r{n}", f"question number {n}", f"answer {n} " + "filler words " * 300) for n in range(5)]
+    await query_understand(_state(PipelineRequest(query="And how long does it last?"), history), node_runtime())
+    prompt = scripted_model.requests[-1]["messages"][1]["content"]
+    assert "question number 4" in prompt and "question number 0" not in prompt
+    assert len(prompt.split()) < 300  # five rounds of 600 words each, read as a few hundred tokens at most
+
+
+async def test_the_rewrite_output_is_capped_at_a_short_json(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "q", "intent": "kb_search"}'))
+    await query_understand(_state(PipelineRequest(query="And how long does it last?"), [BATTERY_ROUND]), node_runtime())
+    assert scripted_model.requests[-1]["max_tokens"] <= 128  # a looping small model stops within seconds
+
+
+def test_the_rewrite_system_prompt_is_the_same_on_every_turn_so_the_prompt_cache_keeps_it():
+    one = build_messages(_state(PipelineRequest(query="How tall is it?")), conversation="User: a\nAssistant: b")
+    two = build_messages(_state(PipelineRequest(query="电池能用多久？", language="Chinese")), conversation="(none)")
+    assert one[0]["content"] == two[0]["content"]
+
+
+async def test_a_text_rewrite_is_not_asked_for_an_image_description(scripted_model):
+    scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "q", "intent": "kb_search"}'))
+    await query_understand(_state(PipelineRequest(query="And how long does it last?"), [BATTERY_ROUND]), node_runtime())
+    schema = scripted_model.requests[-1]["response_format"]["json_schema"]["schema"]
+    assert set(schema["properties"]) == {"rewrite_query", "intent"}
