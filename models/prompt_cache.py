@@ -6,9 +6,10 @@ hundred tokens), so their KV state is computed once and restored afterwards: fro
 process, from a file under the data directory across processes (so a one-shot `ragline ask` also
 skips it).
 
-The fixed prefix of a call is found without knowing the chat template: the call's messages are
-rendered twice with two different final user messages, and the longest common token prefix of
-the two is what every call with the same earlier messages starts with. llama-cpp-python then
+The fixed prefix of a call is found without knowing the chat template: the call's system messages
+are rendered twice, each followed by a different one-token user message, and the longest common
+token prefix of the two is what every call with the same system messages starts with (the earlier
+rounds of a conversation come after it, prefilled like the question). llama-cpp-python then
 reuses that prefix by itself: its `generate` compares the prompt with the tokens already in the
 KV cache and evaluates only the rest.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
 import logging
 import os
 import threading
@@ -79,16 +81,27 @@ class PrefixCache:
         self._lock = threading.Lock()
 
     def fixed_prefix(self, messages: Sequence[dict]) -> list[int]:
-        """The tokens every call with these earlier messages starts with ([] when not worth caching)."""
+        """The tokens every call with the same leading system messages starts with ([] when not worth caching).
+
+        Only the system messages count: what follows them (earlier rounds of a conversation) differs
+        from one conversation to the next, so a prefix holding it would be prefilled and stored for one
+        call and never read again, while the system prompt's own state, cached by earlier calls, went
+        unused: a second turn prefilled its whole system prompt again."""
         if self._formatter is None or not messages or messages[-1].get("role") != "user":
             return []
-        earlier = list(messages[:-1])
+        system = list(itertools.takewhile(lambda message: message.get("role") == "system", messages[:-1]))
+        if not system:
+            return []
         try:
-            probes = [_tokens(self._llm, self._formatter, [*earlier, {"role": "user", "content": p}]) for p in _PROBES]
+            probes = [_tokens(self._llm, self._formatter, [*system, {"role": "user", "content": p}]) for p in _PROBES]
+            actual = _tokens(self._llm, self._formatter, messages)
         except Exception as exc:  # a template that cannot render these messages: no caching, never a failed answer
             log.debug("prompt cache: template failed: %s", exc)
             return []
-        prefix = common_prefix(*probes)
+        # The probes' last shared token (the newline after the role tag) may merge with a real
+        # message's first characters: without it, every call with these system messages shares
+        # one prefix, hence one cached state.
+        prefix = common_prefix(common_prefix(*probes)[:-1], actual)
         return prefix if len(prefix) >= MIN_PREFIX_TOKENS else []
 
     def prime(self, messages: Sequence[dict]) -> int:
