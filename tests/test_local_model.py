@@ -106,6 +106,9 @@ def test_a_fixed_prefix_is_evaluated_once_and_restored_with_the_same_answer(tmp_
         first = PrefixCache(llm, tmp_path, "test-model")
         prefix = first.fixed_prefix(ask)
         assert len(prefix) >= MIN_PREFIX_TOKENS
+        assert llm.input_ids[: len(prefix)].tolist() == prefix  # a prefix of the real prompt: live after the cold call
+        llm.reset()
+        llm._ctx.kv_cache_clear()  # so that it is evaluated and stored
         assert first.prime(ask) == len(prefix) and list(tmp_path.glob("*.kv"))
         llm.reset()
         llm._ctx.kv_cache_clear()
