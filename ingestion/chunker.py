@@ -27,7 +27,8 @@ _ATOM_MARK = "\ue000"  # private-use character: never a separator, never in real
 # 2: a table is a chunk of its own (the prose after it was glued to it, and embedded as the table).
 # 3: no chunk is longer than CHUNK_ATOM_MAX_FACTOR x the chunk size, whatever the input's shape.
 # 4: a chunk's vector is made with its document's title in front (embedding_text).
-CHUNKER_VERSION = 4
+# 5: each chunk records its location (offsets in the document's text, a PDF's pages): references open the passage.
+CHUNKER_VERSION = 5
 
 
 @dataclass

@@ -33,6 +33,7 @@ from ragline.models.chat import ChatClient, ChatOptions
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.image_recall import image_space
+from ragline.retrieval.locations import END, PAGES, START
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import ChunkType
 from ragline.retrieval.vector_store import VectorRow
@@ -130,6 +131,11 @@ def anchor_of(url: str, text_chunks: Sequence[ChunkRecord]) -> ChunkRecord | Non
     return next((c for c in text_chunks if c.chunk_type == ChunkType.TEXT and url in c.content), None)
 
 
+def placed_at(anchor: ChunkRecord | None) -> dict[str, Any]:
+    """An image's location is the text chunk it stands in: its pages and offsets (retrieval/locations.py)."""
+    return {k: anchor.metadata[k] for k in (PAGES, START, END) if k in anchor.metadata} if anchor else {}
+
+
 def image_chunk_records(readings: Sequence[ImageReading], text_chunks: Sequence[ChunkRecord], chunk_size: int,
                         kb_id: str, knowledge_id: str, title: str = "", vectors: bool = False) -> list[ChunkRecord]:
     """OCR text cut like any text (chunk_size), one caption chunk; empty readings make nothing,
@@ -145,14 +151,14 @@ def image_chunk_records(readings: Sequence[ImageReading], text_chunks: Sequence[
             pieces.append((ChunkType.IMAGE_CAPTION, reading.caption))
         for kind, content in pieces:
             metadata = {"headings": headings, "title": doc_title, "text_chunk_id": anchor.id if anchor else None,
-                        "images": [image_info(reading, content if kind == ChunkType.IMAGE_OCR else "")]}
+                        "images": [image_info(reading, content if kind == ChunkType.IMAGE_OCR else "")], **placed_at(anchor)}
             text = embedding_text(content, headings)
             out.append(ChunkRecord(new_id(), kb_id, knowledge_id, start + len(out), content, kind, metadata=metadata,
                                    tokens=_tokens(text, doc_title)))
         if vectors:  # the seed's image row: the description as content, the image's own vector as its only index
             description = reading.caption or reading.ocr_text[: defaults.IMAGE_CAPTION_MAX_CHARS]
             metadata = {"headings": headings, "title": doc_title, "text_chunk_id": anchor.id if anchor else None,
-                        "images": [image_info(reading, reading.ocr_text)]}
+                        "images": [image_info(reading, reading.ocr_text)], **placed_at(anchor)}
             out.append(ChunkRecord(new_id(), kb_id, knowledge_id, start + len(out), description, ChunkType.IMAGE_VECTOR,
                                    metadata=metadata, indexed=False))
     return out
@@ -166,7 +172,8 @@ def carry_over(old: Sequence[ChunkRecord], text_chunks: Sequence[ChunkRecord]) -
     for i, chunk in enumerate(c for c in old if c.chunk_type in IMAGE_CHUNK_TYPES):
         images = chunk.metadata.get("images") or [{}]
         anchor = anchor_of(str(images[0].get("url", "")), text_chunks)
-        metadata = {**chunk.metadata, "text_chunk_id": anchor.id if anchor else None}
+        metadata = {**{k: v for k, v in chunk.metadata.items() if k not in (PAGES, START, END)},
+                    "text_chunk_id": anchor.id if anchor else None, **placed_at(anchor)}
         out.append(ChunkRecord(uuid.uuid4().hex, chunk.knowledge_base_id, chunk.knowledge_id, start + i, chunk.content,
                                chunk.chunk_type, metadata=metadata, tokens=chunk.tokens, indexed=chunk.indexed))
     return out

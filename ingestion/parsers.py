@@ -25,8 +25,9 @@ from ragline.ingestion.images import (
     inspect_image,
     markdown_images,
     markdown_reference,
-    pdf_page_images,
 )
+from ragline.ingestion.pdf import parse_pdf
+from ragline.ingestion.tables import markdown_table
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
 
 SUPPORTED = ("txt", "md", "markdown", "html", "htm", "pdf", "docx", "csv", "xlsx", "json", *IMAGE_TYPES)
@@ -39,6 +40,7 @@ class ParsedDocument:
     file_type: str
     images: list[ExtractedImage] = field(default_factory=list)  # referenced from `text` as local://images/... Markdown
     images_skipped: int = 0  # embedded images refused (broken, too large) or past IMAGES_MAX_PER_DOCUMENT
+    page_starts: list[int] = field(default_factory=list)  # a PDF: offset in `text` where each page begins
 
 
 def decode_text(data: bytes) -> str:
@@ -49,21 +51,6 @@ def decode_text(data: bytes) -> str:
         except UnicodeDecodeError:
             continue
     return data.decode("latin-1")
-
-
-def markdown_table(rows: list[list[Any]]) -> str:
-    rows = [[_cell(c) for c in row] for row in rows if any(_cell(c) for c in row)]
-    if not rows:
-        return ""
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-    return "\n".join(lines)
-
-
-def _cell(value: Any) -> str:
-    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ").strip()
 
 
 class _HtmlToMarkdown(HTMLParser):
@@ -182,21 +169,6 @@ def check_text(text: str, name: str) -> None:
         raise IngestionError(f"{name} does not look like text ({share:.0%} control characters); upload it in its own format")
 
 
-def parse_pdf(data: bytes, budget: _TextBudget, images: ImageCollector) -> str:
-    """Each page's text, then a Markdown reference to each image drawn on the page."""
-    from pypdf import PdfReader
-
-    reader = PdfReader(io.BytesIO(data))
-    if len(reader.pages) > defaults.DOCUMENT_MAX_PAGES:
-        raise DocumentTooLargeError(f"{budget.name} has {len(reader.pages):,} pages, more than {defaults.DOCUMENT_MAX_PAGES:,}")
-    pages = []
-    for number, page in enumerate(reader.pages, start=1):
-        text = budget.take((page.extract_text() or "").strip())
-        refs = [markdown_reference(image) for image in pdf_page_images(page, number, images)]
-        pages.append("\n\n".join(part for part in (text, *refs) if part))
-    return "\n\n".join(pages).strip()
-
-
 def parse_docx(data: bytes, budget: _TextBudget, images: ImageCollector) -> str:
     """Paragraphs and tables in body order; "Heading N" styles become Markdown headings; pictures
     become Markdown images after their paragraph's text."""
@@ -286,6 +258,7 @@ def parse_bytes(data: bytes, file_type: str, name: str = "") -> ParsedDocument:
     label = name or f"the .{kind} file"
     budget = _TextBudget(label)
     images = ImageCollector(label)
+    page_starts: list[int] = []
     if kind in IMAGE_TYPES:  # a standalone image: refused outright when it is not one, or too large
         return ParsedDocument(title=title, text="", file_type=kind, images=[inspect_image(data, label, title, label)])
     try:
@@ -297,7 +270,8 @@ def parse_bytes(data: bytes, file_type: str, name: str = "") -> ParsedDocument:
             html_title, text = parse_html(_decoded(data, label))
             text, title = markdown_images(text, images), html_title or title
         elif kind == "pdf":
-            text = parse_pdf(data, budget, images)
+            pdf = parse_pdf(data, budget.name, budget.take, images)
+            text, page_starts = pdf.text, pdf.page_starts
         elif kind == "docx":
             check_archive(data, label)
             text = parse_docx(data, budget, images)
@@ -320,7 +294,7 @@ def parse_bytes(data: bytes, file_type: str, name: str = "") -> ParsedDocument:
     if not text.strip() and not images.images:
         raise IngestionError(f"{label} holds no text")
     return ParsedDocument(title=title, text=text, file_type="md" if kind == "markdown" else kind, images=images.images,
-                          images_skipped=images.skipped)
+                          images_skipped=images.skipped, page_starts=page_starts)
 
 
 def parse_file(path: Path) -> ParsedDocument:

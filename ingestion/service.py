@@ -28,11 +28,13 @@ from ragline.ingestion.image_chunks import IMAGE_CHUNK_TYPES, ImageIndexer, carr
 from ragline.ingestion.image_store import keep_images, release_images
 from ragline.ingestion.images import ExtractedImage, only_image_references
 from ragline.ingestion.instructions import first_instruction
+from ragline.ingestion.locations import locate_chunks, location_metadata
 from ragline.ingestion.parsers import ParsedDocument, parse_file
 from ragline.ingestion.wiki import is_wiki_document
 from ragline.models.chat import ChatClient
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, KnowledgeBaseAccessError
+from ragline.retrieval.locations import PAGE_STARTS
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.tokenizer import tokenize
 from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase
@@ -58,7 +60,8 @@ class TextDocument:
 
     @classmethod
     def parsed(cls, parsed: ParsedDocument, title: str, source: str) -> TextDocument:
-        return cls(parsed.text, title, source, parsed.file_type, images=parsed.images, images_skipped=parsed.images_skipped)
+        metadata: dict[str, Any] = {PAGE_STARTS: parsed.page_starts} if parsed.page_starts else {}
+        return cls(parsed.text, title, source, parsed.file_type, metadata, parsed.images, parsed.images_skipped)
 
 
 @dataclass
@@ -110,17 +113,22 @@ def vector_text(chunk: ChunkRecord) -> str:
     return embedding_text(chunk.content, list(chunk.metadata.get("headings", [])), "" if title == UNTITLED else title)
 
 
-def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -> list[ChunkRecord]:
+def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge: Knowledge, text: str) -> list[ChunkRecord]:
+    """Catalog records of a chunk plan; each records its heading path, its offsets in `text` (the
+    document's parsed text) and, for a PDF, its pages (ingestion/locations.py)."""
+    knowledge_id, title, page_starts = knowledge.id, knowledge.title, knowledge.metadata.get(PAGE_STARTS) or []
+    parent_spans = locate_chunks(text, [p.content for p in plan.parents])
     parents = [ChunkRecord(new_id(), kb_id, knowledge_id, i, p.content, ChunkType.PARENT,
-                           metadata={"headings": p.headings, "title": title}, indexed=False)
-               for i, p in enumerate(plan.parents)]
+                           metadata={**location_metadata(p.headings, span, page_starts), "title": title}, indexed=False)
+               for i, (p, span) in enumerate(zip(plan.parents, parent_spans))]
     children: list[ChunkRecord] = []
-    for i, draft in enumerate(plan.chunks):
-        text = embedding_text(draft.content, draft.headings)
+    for i, (draft, span) in enumerate(zip(plan.chunks, locate_chunks(text, [c.content for c in plan.chunks]))):
+        indexed_text = embedding_text(draft.content, draft.headings)
         children.append(ChunkRecord(
             new_id(), kb_id, knowledge_id, i, draft.content, ChunkType.TEXT,
             parent_id=parents[draft.parent_index].id if draft.parent_index is not None else None,
-            metadata={"headings": draft.headings, "title": title}, tokens=keyword_tokens(text, title),
+            metadata={**location_metadata(draft.headings, span, page_starts), "title": title},
+            tokens=keyword_tokens(indexed_text, title),
         ))
     link_neighbours(children)
     link_neighbours(parents)
@@ -129,7 +137,7 @@ def plan_to_chunks(plan: ChunkPlan, kb_id: str, knowledge_id: str, title: str) -
 
 def _bounded_chunks(doc: TextDocument, kb: KnowledgeBase, knowledge: Knowledge) -> list[ChunkRecord]:
     """The document's chunks, refused past DOCUMENT_MAX_CHUNKS."""
-    chunks = plan_to_chunks(chunk_document(doc.text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+    chunks = plan_to_chunks(chunk_document(doc.text, kb.chunking), kb.id, knowledge, doc.text)
     if len(chunks) > defaults.DOCUMENT_MAX_CHUNKS:
         raise DocumentTooLargeError(f"{knowledge.title} makes {len(chunks):,} chunks, more than {defaults.DOCUMENT_MAX_CHUNKS:,}; "
                                     "split it, or raise the knowledge base's chunk size")
@@ -369,7 +377,7 @@ class IngestionService:
         if is_wiki_document(knowledge):  # re-chunking would turn the page into text chunks
             raise IngestionError(f"{knowledge.title} is a wiki page: rebuild the wiki instead of reparsing it")
         knowledge.content_hash = content_hash(text, chunking_signature(kb.chunking))
-        chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge.id, knowledge.title)
+        chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge, text)
         _flag_instructions(knowledge, first_instruction(text))
         old_images = [c for c in self.catalog.chunks_of(knowledge_id) if c.chunk_type in IMAGE_CHUNK_TYPES]
         if old_images:  # the images' text is not in the stored text: their chunks move over as they are

@@ -186,6 +186,15 @@ DOCUMENT_MAX_TEXT_CHARS = 4_000_000  # text extracted from one document (~2,000 
 DOCUMENT_MAX_CHUNKS = 5_000  # chunks of one document: bounds the embedding work one upload can demand
 DOCUMENT_MAX_ROWS = 100_000  # rows of one CSV or sheet set: a table beyond it belongs in a database
 DOCUMENT_MAX_PAGES = 2_000  # pages of one PDF
+DOCUMENT_TEXT_PAGE_CHARS = 500_000  # characters of a document's text one request returns (a 250-page manual); the rest by offset
+LOCATE_SLACK_CHARS = 20_000  # how far past the previous chunk a chunk's text is looked for in its document (bounds the search)
+PDF_RUNNING_MIN_PAGES = 3  # fewer pages cannot tell a running header or footer from a line that happens to repeat
+PDF_RUNNING_LINES = 2  # a running header or footer is among a page's first or last two lines...
+PDF_RUNNING_PAGE_SHARE = 0.6  # ...and recurs there (page numbers aside) on at least 60% of the pages (a title page has none)
+PDF_TABLE_MIN_ROWS = 3  # a PDF table: at least a header and two rows of aligned cells (two aligned lines are often prose)
+PDF_TABLE_MAX_COLUMNS = 12  # more "cells" in a line is spaced-out text, not a table
+PDF_TABLE_CELL_MAX_CHARS = 40  # a longer cell is a column of prose (a two-column page), not a table cell
+PDF_TABLE_COLUMN_SLACK = 2  # characters a cell may start (or end) off its column in pypdf's layout text
 ARCHIVE_MAX_UNPACKED_BYTES = 200 * 1024 * 1024  # a .docx/.xlsx unpacking to more than this is a decompression bomb
 TEXT_MIN_PRINTABLE_SHARE = 0.95  # a "text" file with more control characters than this is binary, not text
 

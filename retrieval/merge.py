@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from ragline import defaults
 from ragline.retrieval.catalog import Catalog
+from ragline.retrieval.locations import joined_location
 from ragline.retrieval.merge_images import absorb_image_hit, merge_image_info, prune_markdown_images, resolve_image_chains
 from ragline.retrieval.searchutil import (
     is_content_contained,
@@ -93,7 +94,8 @@ def merge_sequential(results: Sequence[SearchResult]) -> list[SearchResult]:
         for following in group[1:]:
             if str(current.chunk_type) == ChunkType.TEXT and _joinable(current, following):
                 sub_ids = [*current.metadata.get("sub_chunk_ids", [current.id]), following.id]
-                metadata: dict[str, Any] = {**current.metadata, "sub_chunk_ids": sub_ids}
+                metadata: dict[str, Any] = {**current.metadata, "sub_chunk_ids": sub_ids,
+                                            **joined_location(current.metadata, following.metadata)}
                 images = merge_image_info(current, following)
                 if images:  # the joined text holds both chunks' images: keep every one's info, so none is pruned
                     metadata["images"] = images

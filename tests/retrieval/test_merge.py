@@ -235,3 +235,12 @@ def test_the_lower_scored_passage_goes_exactly_when_85_percent_are_shared_within
     kept = _kept_ids(shared=shared, only_small=small_size - shared, only_big=big_size - shared)
     duplicate = big_size <= 3 * small_size and Fraction(shared, small_size) >= Fraction(85, 100)
     assert kept == (["big"] if duplicate else ["big", "small"])
+
+
+def test_joined_chunks_span_both_locations_and_every_page():
+    first = hit("c1", "The pairing starts", chunk_index=1, metadata={"headings": ["Pairing"], "pages": [2], "start": 400, "end": 480})
+    second = hit("c2", "and ends with two beeps.", chunk_index=2, metadata={"headings": ["Pairing"], "pages": [2, 3], "start": 470, "end": 560})
+    [merged] = step.merge_sequential([second, first])
+    assert (merged.metadata["start"], merged.metadata["end"], merged.metadata["pages"]) == (400, 560, [2, 3])
+    [partial] = step.merge_sequential([first, hit("c2", "no location recorded", chunk_index=2)])
+    assert partial.metadata["start"] is None and partial.metadata["end"] is None  # never half a span
