@@ -186,6 +186,7 @@ async def test_a_screenshot_and_a_pdf_chart_become_searchable_image_chunks(stack
     chart = [c for c in stack.catalog.chunks_of(report.id) if c.chunk_type == ChunkType.IMAGE_OCR]
     text = next(c for c in stack.catalog.chunks_of(report.id) if c.chunk_type == ChunkType.TEXT)
     assert chart and "Monthly rainfall" in chart[0].content and chart[0].metadata["text_chunk_id"] == text.id
+    assert (chart[0].metadata["pages"], chart[0].metadata["start"]) == ([1], text.metadata["start"])  # where the image stands
     assert report.metadata["images"] == 1
     hits = await stack.searcher.search(SearchParams(query="What does error E42 mean?", knowledge_base_ids=[kb.id]))
     assert hits[0].chunk_type == ChunkType.IMAGE_OCR and hits[0].knowledge_id == screen.id
