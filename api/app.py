@@ -73,6 +73,7 @@ ROUTES = [
     Route(DOC, knowledge.delete_document, methods=["DELETE"]),
     Route(f"{DOC}/reparse", knowledge.reparse_document, methods=["POST"]),
     Route(f"{DOC}/chunks", knowledge.list_chunks, methods=["GET"]),
+    Route(f"{DOC}/text", knowledge.document_text, methods=["GET"]),  # what references' offsets point into
     Route(f"{KB}/faq", knowledge.list_faq, methods=["GET"]),
     Route(f"{KB}/faq", knowledge.upsert_faq, methods=["POST"]),
     Route(f"{KB}/faq/import", knowledge.import_faq, methods=["POST"]),

@@ -1,4 +1,4 @@
-"""Knowledge routes: knowledge bases, documents (upload, text, list, delete, reparse, chunks),
+"""Knowledge routes: knowledge bases, documents (upload, text, list, delete, reparse, chunks, parsed text),
 FAQ entries and import, hybrid search — over the retrieval and ingestion packages.
 
 The tenant comes from the API key, never from the body. Another tenant's knowledge base answers
@@ -26,6 +26,8 @@ from ragline.api.schemas import (
     ChunkList,
     ChunkOut,
     DocumentList,
+    DocumentText,
+    DocumentTextQuery,
     FAQEntriesIn,
     FAQEntryOut,
     FAQImportQuery,
@@ -42,6 +44,7 @@ from ragline.api.schemas import (
 from ragline.api.services import AppServices, services
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
+from ragline.retrieval.locations import PAGE_STARTS
 from ragline.retrieval.reranking import rerank_results
 from ragline.retrieval.types import (
     ChunkType,
@@ -238,6 +241,23 @@ def document_chunks(stack: Any, kb: KnowledgeBase, document_id: str) -> list[Chu
                  parent_id=c.parent_id, pre_id=c.pre_id, next_id=c.next_id, metadata=c.metadata)
         for c in stack.catalog.chunks_of(document.id)
     ]
+
+
+@doc("A document's parsed text, or a window of it: the text that references' offsets point into", TAG,
+     query=DocumentTextQuery, response=DocumentText)
+async def document_text(request: Request) -> Response:
+    who = services(request).authenticate(request)
+    query = inputs.query(request, DocumentTextQuery)
+    stack, kb = await _kb(request, who)
+    return _json(await asyncio.to_thread(_document_text, stack, kb, inputs.path(request, "document_id"), query))
+
+
+def _document_text(stack: Any, kb: KnowledgeBase, document_id: str, query: DocumentTextQuery) -> DocumentText:
+    document = _document(stack, kb, document_id)
+    text = stack.catalog.source_text(document.id) or ""
+    return DocumentText(knowledge_id=document.id, title=document.title, file_type=document.file_type, offset=min(query.offset, len(text)),
+                        text=text[query.offset : query.offset + query.limit], total_chars=len(text),
+                        page_starts=list(document.metadata.get(PAGE_STARTS) or []))
 
 
 # --- FAQ ---

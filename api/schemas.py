@@ -231,6 +231,24 @@ class ChunkList(BaseModel):
     items: list[ChunkOut]
 
 
+class DocumentTextQuery(Strict):
+    offset: int = Field(0, ge=0, description="The first character to return.")
+    limit: int = Field(defaults.DOCUMENT_TEXT_PAGE_CHARS, ge=1, le=defaults.DOCUMENT_TEXT_PAGE_CHARS,
+                       description="Characters to return at most.")
+
+
+class DocumentText(BaseModel):
+    """A document's parsed text (or a window of it): what the chunks' offsets count in."""
+
+    knowledge_id: str
+    title: str
+    file_type: str
+    offset: int = Field(description="Where `text` starts in the whole text.")
+    text: str
+    total_chars: int = Field(description="Length of the whole text.")
+    page_starts: list[int] = Field(default_factory=list, description="A PDF: where page 1, 2, ... begins in the whole text.")
+
+
 class FAQEntriesIn(Strict):
     entries: list[FAQEntry] = Field(min_length=1, max_length=1000)
 

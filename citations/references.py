@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.citations.sources import SourceChunk
+from ragline.retrieval.locations import ChunkLocation, location_of
 
 
 class Reference(BaseModel):
@@ -31,13 +32,16 @@ class Reference(BaseModel):
     match_type: str = ""
     source: Literal["knowledge_base", "web_search"] = "knowledge_base"
     url: str = ""
+    location: ChunkLocation | None = Field(None, description="Where the passage stands in its document: PDF pages, heading path, "
+                                           "character offsets in the document's text; null for a web page or an older chunk.")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 def build_references(results: Iterable[SourceChunk]) -> list[Reference]:
     """Every result in merged order: not filtered by citations, not de-duplicated, not re-ranked.
 
-    A web page's `url` is always set (falling back to its id), so the panel can link it.
+    A web page's `url` is always set (falling back to its id), so the panel can link it; a
+    passage of a knowledge base carries its `location` in its document.
     """
     return [
         Reference(
@@ -52,6 +56,7 @@ def build_references(results: Iterable[SourceChunk]) -> list[Reference]:
             match_type=r.match_type,
             source="web_search" if r.is_web else "knowledge_base",
             url=r.page_url if r.is_web else r.url,
+            location=None if r.is_web else location_of(r.metadata),
             metadata=dict(r.metadata),
         )
         for r in results

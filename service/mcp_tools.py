@@ -17,6 +17,7 @@ from ragline.checkpoints.streams import Event, StreamManager
 from ragline.citations.plain import Citation, PlainText
 from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
+from ragline.retrieval.locations import ChunkLocation
 from ragline.service.access import Principal, ServiceError
 from ragline.service.assistants import Assistant
 from ragline.service.conversations import SessionService
@@ -47,6 +48,8 @@ class AnswerReference(BaseModel):
     chunk_type: str = ""
     source: str = Field("knowledge_base", description="knowledge_base or web_search.")
     url: str = ""
+    location: ChunkLocation | None = Field(None, description="Where the passage stands in its document: PDF pages, heading path, "
+                                           "character offsets in the document's text.")
 
 
 class TurnAnswer(BaseModel):
@@ -134,6 +137,7 @@ def _reference(item: dict[str, Any], citation: Citation | None = None, *, attrib
         chunk_type=item.get("chunk_type", ""),
         source=item.get("source", "web_search" if citation and citation.kind == "web" else "knowledge_base"),
         url=item.get("url") or (citation.url if citation else ""),
+        location=item.get("location"),
     )
 
 

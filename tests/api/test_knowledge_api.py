@@ -149,6 +149,7 @@ def knowledge_requests(kb: str, doc: str, job: str = "JOB") -> list[tuple[str, s
         ("DELETE", f"{base}/documents/{doc}", {}),
         ("POST", f"{base}/documents/{doc}/reparse", {}),
         ("GET", f"{base}/documents/{doc}/chunks", {}),
+        ("GET", f"{base}/documents/{doc}/text", {}),
         ("GET", f"{base}/faq", {}),
         ("POST", f"{base}/faq", {"json": {"entries": [{"standard_question": "q", "answers": ["a"]}]}}),
         ("POST", f"{base}/faq/import", {"files": {"file": ("f.json", b"[]")}}),

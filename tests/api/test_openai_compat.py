@@ -94,6 +94,7 @@ async def test_a_whole_answer_has_its_references_on_the_message_and_no_tags(kett
     assert re.fullmatch(r"The warranty lasts two years ?\.", message.content)  # tags removed: no footnotes asked
     references = message.model_extra["references"]
     assert references[0]["number"] == 1 and references[0]["document_id"] == kettle["warranty"]
+    assert references[0]["location"] == {"pages": [], "headings": [], "start": 0, "end": len(WARRANTY)}  # where it stands in its document
     assert answer.usage.prompt_tokens > 0 and answer.usage.total_tokens == answer.usage.prompt_tokens + answer.usage.completion_tokens
     assert answer.model_extra["ragline"]["session_id"]
 
