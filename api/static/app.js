@@ -6,6 +6,7 @@
 //   markdown.js    safe Markdown + citation superscripts
 //   references.js  the references panel
 //   passage.js     a reference's passage: safe Markdown, the part the answer used marked
+//   document.js    a reference's location on its card, and its document opened at the passage
 //   images.js      attached pictures, and thumbnails of the images answers draw on
 //   attachments.js the pictures the next question carries
 //   sessions.js    the conversation list
@@ -22,6 +23,7 @@
 
 import { Api } from "./api.js";
 import { AssistantPicker } from "./assistants.js";
+import { DocumentViewer } from "./document.js";
 import { Attachments } from "./attachments.js";
 import { ImageLoader } from "./images.js";
 import { DocumentsDialog, KnowledgePicker } from "./knowledge.js";
@@ -48,7 +50,7 @@ const state = {
 const thread = $("thread");
 const welcome = $("welcome"); // the empty-conversation hint, put back by showWelcome()
 const images = new ImageLoader(api);
-const references = new ReferencePanel($("references"), images);
+const references = new ReferencePanel($("references"), images, new DocumentViewer($("doc-dialog"), api));
 const attachments = new Attachments($("attachments"), $("attach-input"), { onError: notify });
 const sessions = new SessionList($("sessions"), api, { onOpen: openSession, onDeleted: sessionDeleted, onError: notify });
 const documents = new DocumentsDialog($("kb-dialog"), api);

@@ -6,6 +6,7 @@
 import { element } from "./dom.js";
 import { storedImages } from "./images.js";
 import { MATCHED_NOTE } from "./markdown.js";
+import { canOpen, locationLabel } from "./document.js";
 import { markUsed, renderPassage, scrollToUsed } from "./passage.js";
 
 // The same identity markdown.js gives a citation: chunk for a passage, address for a web page.
@@ -21,10 +22,12 @@ export class ReferencePanel {
   /**
    * @param {HTMLElement} root the <aside> holding a list and an empty-state hint
    * @param {import("./images.js").ImageLoader} [images] loads the thumbnails of image passages
+   * @param {import("./document.js").DocumentViewer} [documents] opens a passage in its document
    */
-  constructor(root, images) {
+  constructor(root, images, documents) {
     this.root = root;
     this.images = images;
+    this.documents = documents;
     this.list = root.querySelector("#ref-list");
     this.empty = root.querySelector("#ref-empty");
     this.caption = root.querySelector("#ref-caption");
@@ -120,6 +123,12 @@ export class ReferencePanel {
     header.append(badge);
     const title = reference ? reference.title || (reference.source === "web_search" ? reference.url : "Untitled passage") : citation.title || "Cited source";
     header.append(element("span", "ref-title", title));
+    const where = locationLabel(reference?.location);
+    if (where) {
+      const label = element("span", "ref-location", where);
+      label.title = `Where the passage stands in ${title}: ${where}`;
+      header.append(label);
+    }
     const about = reference ? meta(reference) : null;
     if (about?.text) {
       const label = element("span", "ref-meta", about.text);
@@ -147,6 +156,12 @@ export class ReferencePanel {
       const strip = element("div", "ref-images");
       strip.append(...pictures.map((image) => this.images.thumbnail(image)));
       item.append(strip);
+    }
+    if (this.documents && canOpen(reference)) {
+      const open = element("button", "ref-open link", "Open in document");
+      open.type = "button";
+      open.addEventListener("click", () => this.documents.open(reference));
+      item.append(open);
     }
     const url = reference?.url || citation?.url;
     if (url && /^https?:\/\//i.test(url)) {
