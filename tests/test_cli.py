@@ -86,6 +86,23 @@ def test_a_sentence_no_passage_supports_prints_a_question_mark_explained_under_t
                               f"[1] setup (matched by Ragline, not cited by the model)\n{UNSUPPORTED_NOTE}\n")
 
 
+def test_a_footnote_names_the_page_or_heading_path_of_its_passage():
+    import io
+
+    from ragline.commands.terminal import TerminalPrinter
+    from ragline.graph import events
+    from ragline.graph.state import TurnIds
+
+    out = io.StringIO()
+    printer = TerminalPrinter(out, io.StringIO(), color=False)
+    turn = TurnIds("s", "r", "u", "a")
+    printer(events.references(turn, [{"chunk_id": "c9", "location": {"pages": [2, 3], "headings": [], "start": 5, "end": 90}},
+                                     {"chunk_id": "c4", "location": {"pages": [], "headings": ["Setup", "Pairing"], "start": 0, "end": 9}}]))
+    printer(events.answer(turn, 'Forty seconds <kb chunk_id="c9" title="manual"/>, then beeps <kb chunk_id="c4" title="setup"/>.'))
+    printer(events.complete(turn))
+    assert out.getvalue() == "Forty seconds [1], then beeps [2].\n[1] manual, pp. 2-3\n[2] setup, Setup > Pairing\n"
+
+
 def test_an_answer_over_a_knowledge_base_carries_no_unsearched_note():
     import io
 

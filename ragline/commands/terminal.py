@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TextIO
+from typing import Any, TextIO
 
 from ragline.citations.plain import UNSUPPORTED_FOOTNOTE
 from ragline.graph.events import ResponseType, StreamResponse
@@ -13,6 +13,16 @@ UNSUPPORTED_NOTE = "[?] no passage of the knowledge base supports this sentence"
 UNSEARCHED_NOTE = "(no knowledge base was searched: this answer is the model's own, not from your documents; add --kb NAME or --sample)"
 _KB_TAG = re.compile(r"<(kb|web)\b([^>]*)/>")
 _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
+
+
+def place(location: dict[str, Any] | None) -> str:
+    """Where a cited passage stands: its PDF page(s), else its heading path; "" when unknown."""
+    if not location:
+        return ""
+    pages = location.get("pages") or []
+    if pages:
+        return f"p. {pages[0]}" if pages[0] == pages[-1] else f"pp. {pages[0]}-{pages[-1]}"
+    return " > ".join(location.get("headings") or [])
 
 
 class TerminalPrinter:
@@ -29,6 +39,7 @@ class TerminalPrinter:
         self.cited: dict[str, str] = {}  # chunk id or url -> label shown under the answer
         self.model_cited: set[str] = set()  # ...of which the model itself cited these
         self.unsupported = False  # some sentence was marked as supported by no passage
+        self.places: dict[str, str] = {}  # chunk id -> where its passage stands ("p. 3", a heading path)
 
     def _footnote(self, match: re.Match[str]) -> str:
         attributes = dict(_ATTRIBUTE.findall(match.group(2)))
@@ -45,7 +56,8 @@ class TerminalPrinter:
         return f"[{number}]"
 
     def _sources(self) -> str:
-        lines = [f"[{n}] {label}" + ("" if key in self.model_cited else " (matched by Ragline, not cited by the model)")
+        lines = [f"[{n}] {label}" + (f", {self.places[key]}" if self.places.get(key) else "")
+                 + ("" if key in self.model_cited else " (matched by Ragline, not cited by the model)")
                  for n, (key, label) in enumerate(self.cited.items(), start=1)]
         if self.unsupported:
             lines.append(UNSUPPORTED_NOTE)
@@ -58,6 +70,8 @@ class TerminalPrinter:
                 self.out.write(DIM)
             self._in_thinking = True
             self.out.write(event.content)
+        elif kind == ResponseType.REFERENCES:
+            self.places.update({str(item.get("chunk_id")): place(item.get("location")) for item in event.knowledge_references or []})
         elif kind == ResponseType.ANSWER:
             self._end_thinking()
             self.out.write(_KB_TAG.sub(self._footnote, event.content))

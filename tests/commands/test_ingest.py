@@ -1,6 +1,7 @@
 """`ragline ingest`, run as a user runs it (a subprocess, the real local embedder): a folder's
 files one at a time with a summary, a bad file that stops nothing, Ctrl-C that keeps nothing half."""
 
+import dataclasses
 import os
 import random
 import signal
@@ -89,3 +90,22 @@ def test_ctrl_c_mid_document_keeps_the_stored_files_and_nothing_of_the_one_in_pr
     assert f"interrupted: {long} was not stored" in out
     assert err.strip().endswith("ragline: interrupted")
     assert stored(manuals) == {"kettle.md": 1}
+
+
+def test_kb_reindex_rechunks_stored_documents_only_when_asked(manuals, folder):
+    """Chunks written before locations existed get them from `ragline kb reindex`, not by themselves."""
+    from ragline.services import Services
+
+    assert ragline("ingest", str(folder / "kettle.md"), "--kb", manuals).returncode == 0
+    services = Services.from_settings()
+    stack = services.retrieval
+    kb = stack.knowledge_bases.resolve(manuals)
+    [doc] = stack.catalog.list_knowledge(kb.id)
+    [chunk] = stack.catalog.chunks_of(doc.id)
+    old = {k: v for k, v in chunk.metadata.items() if k not in ("start", "end")}  # as an older chunker stored it
+    stack.catalog.replace_documents(kb.id, [(doc, [dataclasses.replace(chunk, metadata=old)], stack.catalog.source_text(doc.id))])
+    assert "start" not in stack.catalog.chunks_of(doc.id)[0].metadata  # nothing re-chunks it behind the user's back
+    result = ragline("kb", "reindex", manuals)
+    assert result.returncode == 0 and result.stdout.strip() == f"reindexed 1 document(s) of {manuals}", result.stderr
+    [fresh] = Services.from_settings().retrieval.catalog.chunks_of(doc.id)
+    assert (fresh.metadata["start"], fresh.metadata["headings"]) == (0, ["Kettle"])
