@@ -1,8 +1,12 @@
 """PDFs: pages per chunk, running headers and footers dropped, aligned tables as Markdown tables.
 Every PDF is written in the test (tests/ingestion/pdf_fixtures.py) and read by the real parser."""
 
+import pytest
+
+from ragline import defaults
 from ragline.ingestion.parsers import parse_bytes
 from ragline.ingestion.pdf import drop_running_lines, join_pages, layout_tables
+from ragline.retrieval.errors import DocumentTooLargeError
 from ragline.retrieval.types import ChunkingConfig
 from tests.ingestion.pdf_fixtures import CROSSING_END, CROSSING_START, TABLE, manual_pdf, pdf_pages
 
@@ -62,6 +66,12 @@ def test_layout_rows_need_the_same_columns():
     assert layout_tables(layout) == [[["Model", "Battery", "Life"], ["S1", "AA", "18 months"], ["S2", "CR2032", "12 months"]]]
     assert layout_tables(layout[:2]) == []  # two aligned lines are not yet a table
     assert layout_tables(["Model      Battery      Life", "S1   AA", "S2         CR2032       12 months"]) == []
+
+
+def test_a_pdf_with_more_text_than_the_budget_is_refused_not_cut(monkeypatch):
+    monkeypatch.setattr(defaults, "DOCUMENT_MAX_TEXT_CHARS", 300)
+    with pytest.raises(DocumentTooLargeError, match="300 characters"):
+        parse_bytes(manual_pdf(), "pdf", "manual.pdf")
 
 
 def test_a_page_ending_mid_sentence_runs_on_into_the_next():
