@@ -31,3 +31,14 @@ def test_references_payload_is_json_ready(results):
     assert payload[0]["chunk_id"] == results[0].chunk_id
     assert payload[3]["source"] == "web_search"
     assert set(payload[0]) >= {"chunk_id", "knowledge_id", "knowledge_base_id", "title", "content", "score"}
+
+
+def test_a_reference_carries_its_chunks_location_and_a_web_page_none():
+    from ragline.citations.sources import SourceChunk
+
+    passage = SourceChunk(chunk_id="c1", content="Forty seconds.", metadata={"headings": ["Guide", "Pairing"], "pages": [2, 3], "start": 420, "end": 560})
+    older = SourceChunk(chunk_id="c2", content="Stored before locations.")
+    page = SourceChunk(chunk_id="https://example.com/a", source="web_search", metadata={"start": 0, "end": 5})
+    located, unknown, web = references_payload([passage, older, page])
+    assert located["location"] == {"pages": [2, 3], "headings": ["Guide", "Pairing"], "start": 420, "end": 560}
+    assert unknown["location"] is None and web["location"] is None
