@@ -1,7 +1,8 @@
 // A reference's place in its document: the label its card shows ("p. 3", "Install > Pairing")
 // and a dialog that opens the document's text at the passage, highlighted. The text comes from
 // GET .../documents/{id}/text, the parsed text the reference's offsets (location.start, .end)
-// count in; it is set as text nodes only (a document is not trusted), the passage in a <mark>.
+// count in; it is set as text nodes only (a document is not trusted), the passage in a <mark>,
+// a PDF's page breaks labelled.
 
 import { element } from "./dom.js";
 
@@ -64,14 +65,21 @@ export class DocumentViewer {
     this.show(doc, start, end);
   }
 
+  /** The text with its page breaks labelled ("Page 2") and the passage marked (a mark per page it touches). */
   show(doc, start, end) {
     const from = Math.max(0, start - doc.offset), to = Math.max(from, Math.min(doc.text.length, end - doc.offset));
-    const mark = element("mark", "doc-passage", doc.text.slice(from, to));
+    const pages = new Map((doc.page_starts || []).map((at, index) => [at - doc.offset, index + 1]).filter(([at]) => at >= 0 && at < doc.text.length));
+    const cuts = [...new Set([0, from, to, doc.text.length, ...pages.keys()])].sort((a, b) => a - b);
     const parts = [];
     if (doc.offset > 0) parts.push(element("span", "doc-elided", "… (the text before is not shown)\n\n"));
-    parts.push(document.createTextNode(doc.text.slice(0, from)), mark, document.createTextNode(doc.text.slice(to)));
+    for (let i = 0; i + 1 < cuts.length; i++) {
+      const [a, b] = [cuts[i], cuts[i + 1]];
+      if (pages.has(a)) parts.push(element("span", "doc-page", `Page ${pages.get(a)}`));
+      const text = doc.text.slice(a, b);
+      parts.push(a >= from && b <= to && b > a ? element("mark", "doc-passage", text) : document.createTextNode(text));
+    }
     if (doc.offset + doc.text.length < doc.total_chars) parts.push(element("span", "doc-elided", "\n\n… (the text after is not shown)"));
     this.text.replaceChildren(...parts);
-    mark.scrollIntoView({ block: "center" });
+    this.text.querySelector("mark.doc-passage")?.scrollIntoView({ block: "center" });
   }
 }

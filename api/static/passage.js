@@ -2,7 +2,8 @@
 // everything it did not write itself: a passage is a document's text, and documents are not
 // trusted), and the part of it the answer drew on found, marked and scrolled to.
 //
-// The references carry no offsets into the passage, so the part is found by its words: the
+// A reference's offsets point into its document (document.js opens it there), not into the passage
+// shown here (a passage may be joined with its neighbours or widened), so the part is found by its words: the
 // sentence each citation stands after (markdown.js keeps it as the citation's claims), or, for a
 // passage no sentence cites, the child chunk the search matched inside its parent (metadata
 // child_content). The block (paragraph, list item, table row, heading) that covers most of those

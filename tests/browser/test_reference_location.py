@@ -1,6 +1,6 @@
 """A reference card says where its passage stands (the heading path of a Markdown passage, the
-pages of a PDF one) and opens the passage in its document: the document's text in a dialog, the
-passage highlighted and scrolled into view (issue 30 item 9). Headless Chromium against
+pages of a PDF one) and opens the passage in its document: the document's text in a dialog (a
+PDF's pages labelled), the passage highlighted and scrolled into view (issue 30 item 9). Headless Chromium against
 `ragline serve --sample` with the scripted model."""
 
 from __future__ import annotations
@@ -82,7 +82,9 @@ def test_a_pdf_passage_across_a_page_break_shows_both_pages(page, model, service
     card = page.locator("#ref-list .ref", has_text=CROSSING_START).first
     assert card.locator(".ref-location").inner_text().startswith("pp. ")
     card.locator(".ref-open").click()
-    passage = page.locator("#doc-dialog mark.doc-passage")
-    passage.wait_for()
-    assert CROSSING_START in passage.inner_text() and CROSSING_END in passage.inner_text()
+    marks = page.locator("#doc-dialog mark.doc-passage")
+    marks.first.wait_for()
+    assert page.locator("#doc-text .doc-page").all_inner_texts() == ["Page 1", "Page 2", "Page 3"]
+    marked = " ".join(marks.all_inner_texts())
+    assert CROSSING_START in marked and CROSSING_END in marked  # marked on both sides of the page break
     assert "Page 2 of 3" not in page.locator("#doc-text").inner_text()  # the running footer was dropped
