@@ -3,11 +3,11 @@
 // trusted), and the part of it the answer drew on found, marked and scrolled to.
 //
 // A reference's offsets point into its document (document.js opens it there), not into the passage
-// shown here (a passage may be joined with its neighbours or widened), so the part is found by its words: the
-// sentence each citation stands after (markdown.js keeps it as the citation's claims), or, for a
-// passage no sentence cites, the child chunk the search matched inside its parent (metadata
-// child_content). The block (paragraph, list item, table row, heading) that covers most of those
-// words is the one marked.
+// shown here (a passage may be joined with its neighbours or widened), so the part is found by its
+// words: the sentence each citation stands after (markdown.js keeps it as the citation's claims),
+// or, for a passage no sentence cites, the child chunk the search matched inside its parent
+// (metadata child_content). The block (paragraph, list item, table row, heading) that covers most
+// of those words is the one marked.
 
 import { renderMarkdown } from "./markdown.js";
 
