@@ -24,7 +24,9 @@ RESPONSE_TYPES: dict[ResponseType, str] = {
     ResponseType.THINKING: "A delta of the model's reasoning, shown apart from the answer; done=true closes it.",
     ResponseType.ANSWER: "A delta of the answer text, appended to what came before (data.replace: it replaces it); done=true on "
                          "the last one; data.truncated when the output limit cut the answer.",
-    ResponseType.REFERENCES: "The knowledge references the answer may cite (knowledge_references), sent before the answer.",
+    ResponseType.REFERENCES: "The knowledge references the answer may cite (knowledge_references), sent before the answer; each "
+                             "passage's location holds its PDF pages, heading path and start/end offsets in its document's text "
+                             "(GET .../documents/{id}/text).",
     ResponseType.TOOL_CALL: "A tool or progress window opened: data.tool_name (query_understand, knowledge_search, ...), "
                             "data.tool_call_id, data.arguments.",
     ResponseType.TOOL_RESULT: "The tool or progress window data.tool_call_id closed: data.success, with data.output or data.error.",
