@@ -107,6 +107,10 @@ KNOWN_WRONG = {
     "batteries-covered": "the 1.5B model reads 'Batteries ... are not covered' and answers 'Yes, batteries are covered'",
     "zh-batteries": "the model reads 电池…不在保修范围内 and answers 电池在保修范围内",
     "not-in-manual": "the gate passes on 'Aurora weather station' and the model invents a price (shown without a source)",
+    "dashes": "the 1.5B model, given the whole troubleshooting section, names its last sentence (cold weather drains "
+              "batteries) as the cause instead of its first (the console lost the radio link); a borderline greedy "
+              "answer that flipped with the prompt cache's state after the questions before it (also wrong at e709b22 "
+              "when asked alone)",
 }
 
 
