@@ -36,6 +36,8 @@ RELEVANCE_TERMS_PER_PASSAGE = 5  # a question with more content terms is judged 
 RELEVANCE_KEEP_SHARE = 0.5  # once the best hit passes, hits at half its bar stay: lexical evidence misses paraphrases
 RELEVANCE_MIN_PART_TERMS = 2  # a part of a several-part question is judged alone only with this many content terms
 RELEVANCE_MIN_POOL = 3  # below this many hits the idf of a term says nothing: all terms weigh 1
+RELEVANCE_JOINT_HITS = 3  # the best hit scores at least what the 3 best hold together (multi-hop: hops in different passages)
+RELEVANCE_JOINT_WEIGHT = 0.8  # ... at 0.8 of its share: 1.0 cost XQuAD 13 points of abstention, 0.8 three (retrieval/relevance.py)
 RELEVANCE_SIMILARITY_WEIGHT = 3.0  # 1 lost gold paragraphs on chunked text, 4 let CMRC's wrong paragraphs through
 CROSS_SCRIPT_RELEVANCE_SCALE = 11.0  # a question and passage in different scripts pass 0.55 at 0.05 above the hits' median
 
