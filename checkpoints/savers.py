@@ -80,6 +80,18 @@ def _missing_index(exc: Exception) -> bool:
     return "no such index" in str(exc).lower()
 
 
+def _root_namespace_only(config: Any) -> Any:
+    """The config with an explicit root namespace ("") made a filter. The Redis saver treats an empty
+    namespace as "any", so a thread's history would mix in the checkpoints of its subgraphs (the
+    progress cards, graph/cards.py), and a resume could read a card's checkpoint as the turn's."""
+    from langgraph.checkpoint.redis.util import EMPTY_STRING_SENTINEL
+
+    configurable = (config or {}).get("configurable") or {}
+    if configurable.get("checkpoint_ns", None) != "":
+        return config
+    return {**config, "configurable": {**configurable, "checkpoint_ns": EMPTY_STRING_SENTINEL}}
+
+
 def _self_healing_saver() -> type:
     """AsyncRedisSaver that recreates its search indexes when Redis came back empty, then retries once."""
     from langgraph.checkpoint.redis.aio import AsyncRedisSaver
@@ -95,6 +107,7 @@ def _self_healing_saver() -> type:
                 return await super().aget_tuple(config)
 
         async def alist(self, config: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+            config = _root_namespace_only(config)
             try:
                 items = [item async for item in super().alist(config, **kwargs)]
             except Exception as exc:

@@ -12,6 +12,7 @@ is flagged on it, and a provider error becomes an error event.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -164,7 +165,10 @@ async def stream_answer(
     end = StreamEnd(None)
     stopped = ended = False
     try:
-        async for item in client.stream(messages, options):
+        # stopped before the model was asked (the graph runs on until its host cancels it): no prefill for nothing
+        stream = _no_items() if context.is_cancelled() else client.stream(messages, options)
+        stopped = context.is_cancelled()
+        async for item in stream:
             if context.is_cancelled():
                 stopped = True
                 break
@@ -195,6 +199,11 @@ async def stream_answer(
             send(kind, tail)
     return _finish(client, "".join(parts["answer"]), "".join(parts["thinking"]), end, turn, context, chunks,
                    stopped=stopped, fallback=fallback)
+
+
+async def _no_items() -> AsyncIterator[Any]:
+    return
+    yield
 
 
 def _user_words(messages: list[Message]) -> list[str]:

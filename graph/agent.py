@@ -31,7 +31,7 @@ from ragline.citations.references import build_references, references_payload
 from ragline.generation.answer import assistant_message, chat_options, is_truncation, model_error_update
 from ragline.graph import events
 from ragline.graph.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentState
-from ragline.graph.builder import _with_defaults
+from ragline.graph.binding import HostDefaults
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.state import ChatResponse
 from ragline.models.chat import ChatClient, ChatModelError, StreamEnd
@@ -257,10 +257,7 @@ AgentGraph = CompiledStateGraph[AgentState, RunContext, AgentState, AgentState]
 
 def build_agent_graph(*, checkpointer: Any = None, services: Any = None) -> AgentGraph:
     """The compiled agent graph; `services` serves runs whose context brings none (Studio, a parent graph)."""
-
-    def bound(node: Any) -> Any:
-        return _with_defaults(node, services, None) if services is not None else node
-
+    bound = HostDefaults(services=services)
     graph = StateGraph(AgentState, context_schema=RunContext)
     graph.add_node("begin_turn", bound(begin))
     graph.add_node("model", bound(model))

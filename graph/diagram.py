@@ -18,7 +18,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def mermaid(name: str = "ragline") -> str:
-    return build_graph(name).get_graph().draw_mermaid().strip()
+    return build_graph(name).get_graph(xray=True).draw_mermaid().strip()  # the cards drawn open
 
 
 def block(name: str = "ragline") -> str:

@@ -1,10 +1,10 @@
 """The nodes that open and close a progress window (the seed's progress cards, progress.go).
 
 A window is a run of stages shown to the user as one card: `tool_call` when the first of them
-starts, `tool_result` when the graph leaves them, on every path (next stage, fallback, error,
-stop). The builder places one `open_<window>` node before the window's first stage and one
-`close_<window>` node that every exit from the window passes through, so the card's life is
-part of the topology Studio draws.
+starts, `tool_result` when the graph leaves them (success, or the error). Each card is a subgraph
+(graph/cards.py) whose first node is `open_<window>` and whose last is `close_<window>`, so the
+card's life is part of the topology Studio draws. A card left open by a stage that raised, or by a
+run its host cancelled, is closed as failed by the turn driver (graph/turn.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ragline.graph.context import RunContext, context_of
 from ragline.graph.events import ProgressWindow
 from ragline.graph.state import ErrorKind, PipelineState
 
-WindowNode = Callable[[PipelineState, Runtime[RunContext]], Awaitable[dict[str, Any]]]
+WindowNode = Callable[..., Awaitable[dict[str, Any]]]  # a node of any card's graph
 
 
 def open_name(window: ProgressWindow) -> str:

@@ -112,14 +112,9 @@ class ChatResponse:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-class PipelineState(TypedDict, total=False):
-    """Everything the stages read and write (PipelineRequest + PipelineState of the seed)."""
+class TurnResults(TypedDict, total=False):
+    """What one turn's stages write, reset by begin_turn; all a progress card returns (graph/cards.py)."""
 
-    request: PipelineRequest
-    messages: Annotated[list[AnyMessage], add_messages]  # the conversation; persists across turns
-
-    # per-turn keys, reset by begin_turn
-    turn: TurnIds
     rewrite_query: str
     intent: str
     image_description: str
@@ -138,6 +133,22 @@ class PipelineState(TypedDict, total=False):
     plain_reply: bool  # asked in messages form: the answer message carries no citation tags
     chat_response: ChatResponse | None
     error: PipelineError | None
+
+
+class UnderstoodTurn(TurnResults, total=False):
+    """What the query_understand card returns: the turn's results, and the user's message with the
+    caption of its image (messages merge by id, so the conversation is unchanged otherwise)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class PipelineState(TurnResults, total=False):
+    """Everything the stages read and write (PipelineRequest + PipelineState of the seed): the
+    request, the conversation (it persists across turns), the turn's ids, and its results."""
+
+    request: PipelineRequest
+    messages: Annotated[list[AnyMessage], add_messages]
+    turn: TurnIds
 
 
 PER_TURN_RESET: dict[str, Any] = {

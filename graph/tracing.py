@@ -2,8 +2,9 @@
 
 The seed wraps every stage in a Langfuse span (`pipeline.<event_type>`); here each LangGraph
 node run becomes a span `pipeline.<node>` under a `ragline.turn` span, made by a LangChain
-callback handler that the turn driver adds to the run's config. Nothing else changes: nodes
-know nothing of tracing.
+callback handler that the turn driver adds to the run's config. A progress card (a subgraph,
+graph/cards.py) is a span `card.<name>` holding the spans of its stages. Nothing else changes:
+nodes know nothing of tracing.
 
 Off by default, at the cost of one attribute check per turn: spans are made only after
 `configure_from_env` found an exporter (or a test called `enable`). Exporters:
@@ -124,11 +125,13 @@ class StageSpans(BaseCallbackHandler):
         self.turn_run: UUID | None = None
         self.turn_started = 0.0
         self.stages: dict[UUID, tuple[Span, float]] = {}
+        self.stage_names: dict[UUID, str] = {}
+        self.span_of: dict[UUID, Span | None] = {}  # each run's nearest span: its own stage's, a card's, or the turn's
 
-    def _start(self, name: str, attributes: dict[str, Any]) -> Span:
+    def _start(self, name: str, attributes: dict[str, Any], under: Span | None) -> Span:
         from opentelemetry import trace
 
-        parent = trace.set_span_in_context(self.turn) if self.turn is not None else None
+        parent = trace.set_span_in_context(under) if under is not None else None
         return self.tracer.start_span(name, context=parent, attributes={**self.ids, **attributes})
 
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -137,16 +140,27 @@ class StageSpans(BaseCallbackHandler):
         name = kwargs.get("name") or ""
         if self.turn is None:  # the first chain is the graph itself
             self.turn_run, self.turn_started = run_id, time.perf_counter()
-            self.turn = self._start("ragline.turn", {"ragline.graph": self.graph_name or name})
+            self.turn = self._start("ragline.turn", {"ragline.graph": self.graph_name or name}, None)
             # the turn's spans are never current, so logs learn its trace id as a log id (ragline/logs.py);
             # called inline in the run's task, before it starts the node tasks that inherit it
             bind_log_ids(trace_id=format(self.turn.get_span_context().trace_id, "032x"))
             return
         node = metadata.get("langgraph_node")
+        under = self.span_of.get(parent_run_id) if parent_run_id is not None else None
         if node is None or name != node or "langgraph:hidden" in (tags or []):
-            return  # a router, a channel write or a runnable inside a node: not a stage
-        span = self._start(f"pipeline.{node}", {"ragline.stage": node, "ragline.step": int(metadata.get("langgraph_step", -1))})
+            self.span_of[run_id] = under or self.turn  # a router, a channel write or a runnable inside a node: not a stage
+            return
+        if parent_run_id is not None and self.stage_names.get(parent_run_id) == node:
+            card = self.stages[parent_run_id][0]  # the node runs a subgraph of its own name: a card, its stages inside
+            card.update_name(f"card.{node}")
+            card.set_attribute("ragline.card", True)
+            self.span_of[run_id] = card
+            return
+        span = self._start(f"pipeline.{node}", {"ragline.stage": node, "ragline.step": int(metadata.get("langgraph_step", -1))},
+                           under or self.turn)
         self.stages[run_id] = (span, time.perf_counter())
+        self.stage_names[run_id] = node
+        self.span_of[run_id] = span
 
     def _end(self, run_id: UUID, error: BaseException | None = None) -> None:
         from opentelemetry.trace import Status, StatusCode
@@ -155,6 +169,8 @@ class StageSpans(BaseCallbackHandler):
             for span, started in self.stages.values():  # a cancelled run leaves stages open: close them
                 self._close(span, started)
             self.stages.clear()
+            self.stage_names.clear()
+            self.span_of.clear()
             self._close_turn(error)
             return
         entry = self.stages.pop(run_id, None)

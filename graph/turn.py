@@ -24,8 +24,8 @@ from ragline.graph.events import ProgressWindow, ResponseType, StreamResponse
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import ChatResponse, TurnIds
 
-if TYPE_CHECKING:  # the builder imports begin_turn, which imports this module
-    from ragline.graph.builder import Graph
+if TYPE_CHECKING:  # the graphs import begin_turn, which imports this module
+    from ragline.graph.graphs import Graph
 
 log = logging.getLogger(__name__)
 Durability = Literal["sync", "async", "exit"]
@@ -136,11 +136,13 @@ class TurnDriver:
         """`events` as the JSON-ready dicts the stages emitted, for a host that stores or sends them
         as they are (the HTTP service): an answer token is then never parsed back into a model."""
         try:
+            # subgraphs: the progress cards are subgraphs (graph/cards.py), and their stages emit too
             stream = self.graph.astream(graph_input, self.config, context=self.context, stream_mode=["custom", "updates"],
-                                        durability=self.durability)
-            async for mode, chunk in cast(AsyncIterator[tuple[str, Any]], stream):  # (mode, chunk) with several modes
+                                        durability=self.durability, subgraphs=True)
+            async for namespace, mode, chunk in cast(AsyncIterator[tuple[tuple[str, ...], str, Any]], stream):
                 if mode == "updates":
-                    self.written.see(chunk)
+                    if not namespace:  # the turn's own writes; a card's stages write inside it
+                        self.written.see(chunk)
                     continue
                 self.see(chunk.get("response_type", ""), chunk.get("data"))
                 yield chunk

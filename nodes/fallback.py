@@ -39,6 +39,8 @@ def fixed_response(request: PipelineRequest) -> str:
 async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Answer 'nothing found' with the fixed text or a free model answer, as the request says."""
     request, turn, context = state["request"], state["turn"], context_of(runtime)
+    if context.is_cancelled():
+        return {}  # stopped while searching: no answer, as for a stop anywhere before the answer
     if request.fallback_strategy == FallbackStrategy.FIXED:
         text = fixed_response(request)
         events.emit(context, events.answer(turn, text, done=True))

@@ -27,7 +27,7 @@ from ragline.checkpoints.savers import (
     sqlite_saver,
 )
 from ragline.checkpoints.streams import MemoryStreamManager, StreamManager
-from ragline.graph.builder import Graph
+from ragline.graph.graphs import Graph
 from ragline.graph.turn import Durability
 from ragline.service.assistants import (
     AssistantStore,

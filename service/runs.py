@@ -6,9 +6,9 @@ in as they are emitted: service/relay.py). The run outlives its
 client: a refresh or a dropped connection resumes from the stream.
 
 - stop: the stop route appends a `stop` event and raises the run's stop flag; the holder's stop
-  watcher (independent of any client) sets the run's cancel flag, which the graph checks between
-  stages and tokens. From that moment no further answer text is appended; a graph that has not
-  ended STOP_GRACE_S later is cancelled hard. Either way the assistant message is saved with
+  watcher (independent of any client) sets the run's cancel flag, which the answer stages check
+  before asking the model and between tokens (a stop is no edge of the graph). From that moment no
+  further answer text is appended; a graph that has not ended STOP_GRACE_S later is cancelled hard. Either way the assistant message is saved with
   exactly the text the client was shown, marked stopped, and `complete` (data.stopped) goes last.
 - the graph: the pipeline, or agent mode's graph for a turn naming an agent-mode assistant; the
   run record names it (RunRecord.graph), so a takeover resumes the graph that wrote the checkpoint.

@@ -17,7 +17,7 @@ from langgraph.graph import END
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import StateSnapshot
 
-from ragline.graph.builder import FALLBACK, Graph
+from ragline.graph.graphs import FALLBACK, Graph
 
 
 def thread_config(session_id: str, checkpoint_id: str | None = None) -> RunnableConfig:

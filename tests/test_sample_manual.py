@@ -114,7 +114,12 @@ KNOWN_WRONG = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_WRONG[name], strict=True))
+# A borderline greedy answer that flips with the prompt cache's state: right in one run, wrong in
+# the next on the same commit, so neither outcome may fail the suite.
+FLIPS = {"dashes"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_WRONG[name], strict=name not in FLIPS))
                                   if name in KNOWN_WRONG else name for name in CHECKS])
 def test_the_local_model_answers_the_sample_manual_right(answers, name):
     from ragline.generation.scoring import strip_tags

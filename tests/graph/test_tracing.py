@@ -70,8 +70,15 @@ async def test_a_rag_turn_makes_one_span_per_stage_under_the_turn_span(scripted_
     names = [s.attributes["ragline.stage"] for s in stages]
     assert set(names) >= RAG_STAGES
     assert len(names) == len(set(names))  # each stage once: no router or inner runnable counted as a stage
-    assert len(stages) == len(finished) - 1
-    assert all(s.parent is not None and s.parent.span_id == turns[0].context.span_id for s in stages)
+    cards = {s.name: s for s in finished if s.name.startswith("card.")}
+    assert set(cards) == {"card.query_understand", "card.knowledge_search"}
+    assert len(stages) + len(cards) == len(finished) - 1
+    parent_of = {s.context.span_id: s.name for s in (*turns, *cards.values())}
+    assert all(card.parent.span_id == turns[0].context.span_id for card in cards.values())
+    assert {s.attributes["ragline.stage"]: parent_of[s.parent.span_id] for s in stages if s.parent.span_id in parent_of} == {
+        name: ("card.query_understand" if name in ("open_query_understand", "query_understand", "extract_entity", "close_query_understand")
+               else "card.knowledge_search" if name not in ("begin_turn", "memory_recall", "into_chat_message", "chat_completion_stream")
+               else "ragline.turn") for name in names}
     for span in stages:
         assert span.attributes["ragline.duration_ms"] >= 0 and span.name == f"pipeline.{span.attributes['ragline.stage']}"
         assert (span.attributes["session.id"], span.attributes["ragline.request_id"], span.attributes["ragline.message_id"]) == ("s-trace", "r-1", "m-1")

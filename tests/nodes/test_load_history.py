@@ -1,7 +1,7 @@
 from langchain_core.messages import AIMessage, HumanMessage
 
-from ragline.graph.builder import has_history
 from ragline.graph.request import PipelineRequest
+from ragline.graph.routes import has_history
 from ragline.nodes.load_history import pair_history
 
 
