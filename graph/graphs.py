@@ -53,8 +53,10 @@ def _graph(messages_form: bool = False) -> StateGraph[PipelineState, RunContext,
     return StateGraph(PipelineState, context_schema=RunContext, **schemas)
 
 
-def ragline_graph(host: HostDefaults, *, checkpointer: Any = None, messages_form: bool = False, name: str = "ragline") -> Graph:
-    """Chat or RAG per request: history, memories, then the two cards and the answer, or the answer alone."""
+def ragline_graph(host: HostDefaults, *, checkpointer: Any = None, messages_form: bool = False, rag_only: bool = False,
+                  name: str = "ragline") -> Graph:
+    """Chat or RAG per request: history, memories, then the two cards and the answer, or the answer
+    alone. `rag_only`: the seed's `rag_stream` preset, every stage whatever the request's scope."""
     graph = _graph(messages_form)
     graph.add_node("begin_turn", host(turn_start.begin_chat_turn if messages_form else turn_start.begin_turn))
     graph.add_node("load_history", host(load_history))
@@ -68,7 +70,10 @@ def ragline_graph(host: HostDefaults, *, checkpointer: Any = None, messages_form
     graph.add_edge(START, "begin_turn")
     graph.add_conditional_edges("begin_turn", after_begin_turn)
     graph.add_edge("load_history", "memory_recall")
-    graph.add_conditional_edges("memory_recall", chat_or_rag)
+    if rag_only:
+        graph.add_edge("memory_recall", "query_understand")
+    else:
+        graph.add_conditional_edges("memory_recall", chat_or_rag)
     graph.add_conditional_edges("query_understand", search_or_answer)
     graph.add_conditional_edges("knowledge_search", after_knowledge_search)
     graph.add_edge("into_chat_message", "chat_completion_stream")
@@ -78,27 +83,8 @@ def ragline_graph(host: HostDefaults, *, checkpointer: Any = None, messages_form
 
 
 def rag_stream(host: HostDefaults, *, checkpointer: Any = None) -> Graph:
-    """The seed's RAG pipeline (rag_stream): every stage, whatever the request's scope."""
-    graph = _graph()
-    graph.add_node("begin_turn", host(turn_start.begin_turn))
-    graph.add_node("load_history", host(load_history))
-    graph.add_node("memory_recall", host(memory_recall))
-    graph.add_node("query_understand", query_understand_card(host))
-    graph.add_node("knowledge_search", knowledge_search_card(host))
-    graph.add_node("into_chat_message", host(into_chat_message))
-    graph.add_node("chat_completion_stream", host(chat_completion_stream))
-    graph.add_node(FALLBACK, host(fallback))
-
-    graph.add_edge(START, "begin_turn")
-    graph.add_conditional_edges("begin_turn", after_begin_turn)
-    graph.add_edge("load_history", "memory_recall")
-    graph.add_edge("memory_recall", "query_understand")
-    graph.add_conditional_edges("query_understand", search_or_answer)
-    graph.add_conditional_edges("knowledge_search", after_knowledge_search)
-    graph.add_edge("into_chat_message", "chat_completion_stream")
-    graph.add_edge("chat_completion_stream", END)
-    graph.add_edge(FALLBACK, END)
-    return graph.compile(checkpointer=checkpointer, name="rag_stream")
+    """The seed's RAG pipeline (rag_stream): the `ragline` graph without its pure-chat branch."""
+    return ragline_graph(host, checkpointer=checkpointer, rag_only=True, name="rag_stream")
 
 
 def rag(host: HostDefaults, *, checkpointer: Any = None) -> Graph:
