@@ -43,3 +43,16 @@ async def test_a_host_with_a_stop_flag_gets_the_cancellation(scripted_model):
     await _cancel_mid_answer(graph, config, RunContext(services=Services(), cancel_event=threading.Event()))
     values = (await graph.aget_state(config)).values
     assert values["messages"][-1].type == "human"  # the service saves what it showed, or hands the run over
+
+
+async def test_a_run_stopped_before_its_answer_never_asks_the_model(scripted_model):
+    """A stop is no edge of the graph: the run goes on until its host cancels it, and the answer
+    stage checks the flag first, so a stop during search spends no prefill on the model."""
+    scripted_model.on(lambda b: True, Reply.text("never sent"))
+    stopped = threading.Event()
+    stopped.set()
+    graph = build_graph("ragline_chat", checkpointer=memory_saver(), services=Services())
+    config = {"configurable": {"thread_id": "stopped-early"}}
+    await graph.ainvoke({"messages": [("user", "hi")]}, config, context=RunContext(services=Services(), cancel_event=stopped))
+    assert scripted_model.requests == []
+    assert (await graph.aget_state(config)).values["chat_response"].stopped
