@@ -18,6 +18,14 @@ TextFn = Callable[[str], str]
 KeyedTextFn = Callable[[str, str | None], str]
 
 
+def message_text(message: BaseMessage) -> str:
+    """A message's text: its string content, or its text parts joined (images and the rest left out)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
 def map_content(content: str | list[Any], fn: TextFn) -> str | list[Any]:
     """Apply `fn` to a message's text: the string, or each text part of a multimodal list."""
     if isinstance(content, str):

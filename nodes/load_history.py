@@ -15,16 +15,10 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from ragline import defaults
+from ragline.citations.messages import message_text
 from ragline.graph.context import RunContext
 from ragline.graph.state import HistoryTurn, PipelineState
 from ragline.models.think import strip_think
-
-
-def _text(message: AnyMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
 def _with_captions(message: AnyMessage) -> str:
@@ -32,7 +26,7 @@ def _with_captions(message: AnyMessage) -> str:
     images = message.additional_kwargs.get("images")
     captions = [str(i.get("caption") or "").strip() for i in images if isinstance(i, dict)] if isinstance(images, list) else []
     lines = [f"[image: {caption}]" for caption in captions if caption]
-    return "\n".join([_text(message), *lines]) if lines else _text(message)
+    return "\n".join([message_text(message), *lines]) if lines else message_text(message)
 
 
 def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_request_id: str | None = None) -> list[HistoryTurn]:
@@ -56,7 +50,7 @@ def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_reques
                 HistoryTurn(
                     request_id=request_id,
                     query=questions.pop(request_id),
-                    answer=strip_think(_text(message)),
+                    answer=strip_think(message_text(message)),
                     references=tuple(message.additional_kwargs.get("references") or ()),
                 )
             )
@@ -69,7 +63,7 @@ def _unmarked_round(message: AnyMessage, index: int, open_question: str) -> tupl
     if isinstance(message, HumanMessage):
         key = f"unmarked:{index}"
         return key, key
-    if isinstance(message, AIMessage) and open_question and _text(message).strip():
+    if isinstance(message, AIMessage) and open_question and message_text(message).strip():
         return open_question, ""
     return "", open_question
 

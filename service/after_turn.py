@@ -15,9 +15,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from ragline.citations.messages import message_text
 from ragline.graph.request import PipelineRequest
 from ragline.memory.citations import CitationLedger, cited_documents
-from ragline.service import threads
 from ragline.service.chat_history import AnsweredTurn, ChatHistoryService
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
@@ -47,7 +47,7 @@ class AfterTurn:
             return []
         saved = next((m for m in values.get("messages", []) if m.id == record.assistant_message_id), None)
         jobs: list[Job] = []
-        if isinstance(saved, AIMessage) and (documents := cited_documents(threads.text_of(saved))):
+        if isinstance(saved, AIMessage) and (documents := cited_documents(message_text(saved))):
             jobs.append(self._record_citations(record, documents))
         response = values.get("chat_response")
         # the "not found" fallback is no answer: indexed, it would only be found again

@@ -15,6 +15,7 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from pydantic import BaseModel, Field
 
 from ragline.citations import references_payload
+from ragline.citations.messages import message_text
 from ragline.generation.citing import source_chunks
 from ragline.service import threads
 from ragline.service.access import (
@@ -83,7 +84,7 @@ def message_view(message: AnyMessage, session_id: str) -> Message:
         session_id=session_id,
         request_id=str(kwargs.get("request_id") or ""),
         role="user" if isinstance(message, HumanMessage) else "assistant",
-        content=threads.text_of(message),
+        content=message_text(message),
         knowledge_references=shown_references(kwargs.get("references")),
         images=message_images(kwargs.get("images")),
         stopped=bool(kwargs.get("stopped")),
@@ -161,7 +162,7 @@ class SessionService:
             first = next((m for m in await threads.messages_of(self.graph, session_id) if isinstance(m, HumanMessage)), None)
             if first is None:
                 raise InvalidRequestError("the session has no question to title yet; send one in the body")
-            query = threads.text_of(first)
+            query = message_text(first)
         title = await generate_title(query, self.runs.services.chat())
         updated = await self.backend.sessions.patch(session.id, {"title": title, "updated_at": utcnow()})
         return updated or session

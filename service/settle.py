@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ragline.checkpoints.streams import Event
+from ragline.citations.messages import message_text
 from ragline.graph import events
 from ragline.graph.events import as_json
 from ragline.service import threads
@@ -42,7 +43,7 @@ async def settle_answer(run: Run, values: dict[str, Any] | None, graph: Any, wri
     saved = next((m for m in (values or {}).get("messages", []) if m.id == record.assistant_message_id), None)
     if saved is None:
         return  # the turn failed; the error event told the client
-    text = threads.text_of(saved)
+    text = message_text(saved)
     if text == shown.answer:
         return
     turn = turn_of(record)

@@ -17,6 +17,7 @@ from langgraph.graph import END
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import StateSnapshot
 
+from ragline.citations.messages import message_text
 from ragline.graph.graphs import FALLBACK, Graph
 
 
@@ -27,11 +28,7 @@ def thread_config(session_id: str, checkpoint_id: str | None = None) -> Runnable
     return {"configurable": configurable}
 
 
-def text_of(message: AnyMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
 
 
 def _checkpoint_id(state: StateSnapshot) -> str:
@@ -127,7 +124,7 @@ async def save_answer(
     previous = existing.get(assistant_message_id)
     if (
         previous is not None
-        and text_of(previous) == content
+        and message_text(previous) == content
         and bool(previous.additional_kwargs.get("stopped")) == stopped
         and not updates
     ):

@@ -8,6 +8,7 @@ from ragline.citations.messages import (
     map_content,
     map_message_text,
     map_strings,
+    message_text,
 )
 
 IMAGE = {"type": "image_url", "image_url": {"url": "minio://b/a.png"}}
@@ -44,3 +45,10 @@ def test_reasoning_text_is_rewritten_with_the_content():
 def test_messages_without_reasoning_keep_their_kwargs():
     message = HumanMessage(content="a")
     assert map_message_text(message, str.upper).additional_kwargs == {}
+
+
+def test_message_text_is_the_string_or_the_text_parts_joined():
+    assert message_text(HumanMessage(content="plain")) == "plain"
+    parts = [{"type": "text", "text": "What is "}, {"type": "image_url", "image_url": {"url": "data:,"}}, {"type": "text", "text": "this?"}]
+    assert message_text(HumanMessage(content=parts)) == "What is this?"
+    assert message_text(AIMessage(content=[])) == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 
 from ragline.checkpoints.savers import memory_saver
+from ragline.citations.messages import message_text
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
@@ -26,7 +27,7 @@ async def test_what_the_stages_wrote_is_what_the_thread_holds_after_the_turn(scr
         assert [m.id for m in written["messages"]] == [driver.turn.user_message_id, f"a{n}"]  # this turn's, not the history
         saved = {m.id: m for m in thread["messages"]}
         assert all(saved[m.id] == m for m in written["messages"])
-        assert threads.text_of(saved[f"a{n}"]) == "An answer of a few words."
+        assert message_text(saved[f"a{n}"]) == "An answer of a few words."
         assert written["chat_response"] == thread["chat_response"] and thread["chat_response"] is not None
 
 
