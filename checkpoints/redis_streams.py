@@ -142,7 +142,7 @@ class RedisStreamManager:
             renewed: set[str] = set()  # one EXPIRE per stream and batch, after its first XADD
             for pending in batch:
                 if pending.fence is None:
-                    pipe.xadd(pending.key, pending.fields)
+                    pipe.xadd(pending.key, pending.fields)  # type: ignore[arg-type]  # redis-py types its fields as invariant
                 else:
                     fence = pending.fence
                     await self._fenced_xadd(keys=[pending.key, fence.lease_key, fence.record_key], args=[fence.holder, fence.ttl_ms, pending.fields["e"]], client=pipe)
@@ -169,7 +169,7 @@ class RedisStreamManager:
     async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]:
         start = f"({after}" if after else "-"
         rows = await self.redis.xrange(self.key(session_id, message_id), min=start, max="+")
-        return [_entry(entry_id, fields) for entry_id, fields in rows]
+        return [_entry(entry_id, fields or {}) for entry_id, fields in rows or []]
 
     def _covered(self, key: str, position: str) -> bool:
         """Whether the shared reader's next reply will hold every entry of `key` after `position`:
@@ -255,7 +255,8 @@ class RedisStreamManager:
             started = time.monotonic()
             self._blocking = positions
             try:
-                reply = await self.redis.xread({self._wake_key: self._wake_id, **positions}, block=defaults.STREAM_BLOCK_MS)
+                streams: dict[Any, Any] = {self._wake_key: self._wake_id, **positions}
+                reply = await self.redis.xread(streams, block=defaults.STREAM_BLOCK_MS)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -323,4 +324,6 @@ def _text(value: Any) -> str:
 
 def _entry(entry_id: Any, fields: dict[Any, Any]) -> StreamEntry:
     raw = fields.get("e", fields.get(b"e"))
+    if raw is None:
+        raise ValueError(f"stream entry {_text(entry_id)} has no event field")
     return StreamEntry(_text(entry_id), json.loads(raw))

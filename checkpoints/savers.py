@@ -48,7 +48,7 @@ def redis_serializer() -> JsonPlusSerializer:
     types = checkpoint_types()
     # A run cancelled mid-node (a replica shutting down) leaves its task's CancelledError as an error
     # write; exceptions are never revived (they load as None), listing it only keeps the log quiet.
-    cancelled = [("asyncio", "exceptions", "CancelledError")]
+    cancelled: list[tuple[str, ...]] = [("asyncio", "exceptions", "CancelledError")]
     return message_caching_serializer(
         allowed_json_modules=[(*t.__module__.split("."), t.__name__) for t in types] + cancelled,
         allowed_msgpack_modules=[(t.__module__, t.__name__) for t in types],
@@ -92,7 +92,7 @@ def _root_namespace_only(config: Any) -> Any:
     return {**config, "configurable": {**configurable, "checkpoint_ns": EMPTY_STRING_SENTINEL}}
 
 
-def _self_healing_saver() -> type:
+def _self_healing_saver() -> Any:
     """AsyncRedisSaver that recreates its search indexes when Redis came back empty, then retries once."""
     from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 
@@ -106,7 +106,7 @@ def _self_healing_saver() -> type:
                 await self.asetup()
                 return await super().aget_tuple(config)
 
-        async def alist(self, config: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+        async def alist(self, config: Any, **kwargs: Any) -> AsyncIterator[Any]:
             config = _root_namespace_only(config)
             try:
                 items = [item async for item in super().alist(config, **kwargs)]

@@ -133,7 +133,7 @@ class Neo4jGraphStore(ThreadedGraphStore):
         relation_rows = [{"source": r.source, "target": r.target, "source_norm": normalize_name(r.source),
                           "target_norm": normalize_name(r.target), "relation": r.relation,
                           "description": r.description, "chunk_ids": r.chunk_ids} for r in relations]
-        statements = [(_DELETE_DOCUMENT, scope)]
+        statements: list[tuple[str, dict[str, Any]]] = [(_DELETE_DOCUMENT, scope)]
         if node_rows:
             statements.append((_CREATE_NODES, {**scope, "nodes": node_rows}))
         if relation_rows:

@@ -9,6 +9,7 @@ back to word overlap when no embedder is given or embedding fails.
 
 from __future__ import annotations
 
+import builtins  # MemoryService.list shadows the builtin in its own annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ class MemoryService:
         await self.store.aput(caller.namespace, memory.id, value, index=False)
         return memory
 
-    async def list(self, caller: Caller, limit: int = 100, offset: int = 0) -> list[Memory]:
+    async def list(self, caller: Caller, limit: int = 100, offset: int = 0) -> builtins.list[Memory]:
         """Newest first."""
         return (await self._all(caller))[offset : offset + limit]
 
@@ -108,7 +109,7 @@ class MemoryService:
         return True
 
     async def search(self, caller: Caller, query: str, limit: int = defaults.MEMORY_RECALL_LIMIT,
-                     min_score: float = 0.0, margin: float | None = None) -> list[Memory]:
+                     min_score: float = 0.0, margin: float | None = None) -> builtins.list[Memory]:
         """The caller's memories closest to `query`, best first: at least `min_score` similar and,
         when `margin` is given, within `margin` of the best one.
 
@@ -126,7 +127,7 @@ class MemoryService:
         ranked = sorted(zip(memories, scores), key=lambda pair: (-pair[1], -pair[0].created_at.timestamp()))
         return [Memory(m.id, m.text, m.created_at, m.metadata, float(s)) for m, s in ranked if s >= threshold][:limit]
 
-    async def _similarities(self, query: str, texts: list[str]) -> list[float] | None:
+    async def _similarities(self, query: str, texts: builtins.list[str]) -> builtins.list[float] | None:
         if self.embedder is None:
             return None
         try:
@@ -137,7 +138,7 @@ class MemoryService:
             return None
         return [float(s) for s in _cosine(query_vector, vectors)]
 
-    async def _all(self, caller: Caller) -> list[Memory]:
+    async def _all(self, caller: Caller) -> builtins.list[Memory]:
         items = await self.store.asearch(caller.namespace, limit=defaults.MEMORY_SCAN_LIMIT)
         # asearch matches by prefix: keep this caller's own namespace only
         memories = [_memory(item) for item in items if tuple(item.namespace) == caller.namespace]

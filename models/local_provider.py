@@ -56,11 +56,11 @@ class LocalProvider(CustomLLM):
         model_response: ModelResponse = kwargs["model_response"]
         (result,) = chat_engine(_model(model)).generate(messages, completion_kwargs(optional_params), stream=False)
         choice = result["choices"][0]
-        model_response.choices[0].message.content = choice["message"].get("content") or ""  # type: ignore[union-attr]
+        model_response.choices[0].message.content = choice["message"].get("content") or ""
         model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
         model_response.model = model
         usage = result.get("usage") or {}
-        model_response.usage = litellm.Usage(**usage) if usage else litellm.Usage()
+        model_response.usage = litellm.Usage(**usage) if usage else litellm.Usage()  # type: ignore[attr-defined]
         return model_response
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
@@ -69,7 +69,7 @@ class LocalProvider(CustomLLM):
     def streaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Iterator[GenericStreamingChunk]:
         yield from _stream_chunks(model, messages, kwargs.get("optional_params") or {}, threading.Event())
 
-    async def astreaming(
+    async def astreaming(  # type: ignore[override]  # litellm passes its many arguments by keyword: taken as **kwargs
         self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> AsyncIterator[GenericStreamingChunk]:
         async for part in stream_parts(chat_engine(_model(model)), messages, completion_kwargs(kwargs.get("optional_params") or {})):
@@ -84,7 +84,7 @@ class LocalProvider(CustomLLM):
             {"object": "embedding", "index": i, "embedding": vector} for i, vector in enumerate(vectors)
         ]
         model_response.model = model
-        model_response._response_ms = (time.perf_counter() - started) * 1000  # type: ignore[attr-defined]
+        model_response._response_ms = (time.perf_counter() - started) * 1000
         return model_response
 
     async def aembedding(self, model: str, input: list, model_response: EmbeddingResponse, *args: Any, **kwargs: Any) -> EmbeddingResponse:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
@@ -168,6 +168,7 @@ def turn_resets(state: PipelineState) -> dict[str, Any]:
     """The per-turn keys the previous turn left set, back to empty. A key already empty is not
     written: every write is a checkpoint write (on Redis, a JSON.SET of its own), and a new
     session's first turn would otherwise write all seventeen for nothing."""
-    resets: dict[str, Any] = {key: empty for key, empty in PER_TURN_RESET.items() if key in state and state[key] != empty}
+    written = cast(dict[str, Any], state)
+    resets: dict[str, Any] = {key: empty for key, empty in PER_TURN_RESET.items() if key in written and written[key] != empty}
     resets.update({key: Overwrite([]) for key in PER_TURN_ACCUMULATING if state.get(key)})
     return resets

@@ -17,7 +17,7 @@ for package, folder in mapping.items():
     if package != "ragline":
         os.symlink(os.path.join(root, folder), os.path.join(tree, *package.split(".")))
 PY
-packages=${*:-"ragline.graph ragline.service ragline.retrieval ragline.citations ragline.generation ragline.tabular"}
+packages=${*:-"ragline"}  # every package: ragline/, graph/, nodes/, service/, retrieval/, models/, ... (pyproject's package-dir)
 args=""
 for package in $packages; do args="$args -p $package"; done
 cd "$tree"
