@@ -3,13 +3,16 @@
 The seed's ReAct agent (agent_system_prompt.yaml, AgentStreamHandler) as a LangGraph graph of its
 own, on the pipeline's services container (reached through RunContext.services), state and turn:
 
-    begin_turn -> model -> (tools -> model)* -> answer
+    begin_turn -> model -> (tools -> compact -> model)* -> answer
 
 - `model` calls the chat model with the conversation so far and the tools the assistant allows.
   Its text streams as `answer` deltas of the round's segment; when the reply asks for tools, that
   text was an introduction: a `thought` marks the segment superseded (the seed's answerSegments).
 - `tools` runs each call (nodes/tools/): `tool_call`, then `tool_result` with success true, or
   false with the error, which goes back to the model as the call's result; the loop goes on.
+- `compact`: when the loop's prompt nears its token budget (settings agent_context_tokens, past
+  AGENT_COMPACT_SHARE of it), the model summarises the tool rounds before the last one, their
+  source handles kept, and a `context_compacted` says how many rounds and tokens it saved.
 - `answer` sends `references` (every passage the tools gave the model, every round) and ends
   the answer; the conversation keeps it, with the assistant it ran with.
 - Limits (settings agent_max_rounds, agent_max_tool_calls): when one is reached, a `reflection`
@@ -18,6 +21,8 @@ own, on the pipeline's services container (reached through RunContext.services),
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -26,6 +31,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from ragline import defaults
 from ragline.citations import Registry, SourceChunk
 from ragline.citations.references import build_references, references_payload
 from ragline.generation.answer import assistant_message, chat_options, is_truncation, model_error_update
@@ -40,6 +46,7 @@ from ragline.nodes.begin_turn import begin_turn
 from ragline.nodes.tools import TOOLS, AgentTool, ToolContext
 from ragline.services import services_of
 
+log = logging.getLogger(__name__)
 AGENT_GRAPH = "ragline_agent"
 
 SYSTEM_PROMPT = """You are a knowledge assistant with tools. Answer the user's question from what the tools return.
@@ -55,6 +62,11 @@ LIMIT_NOTES = {
     "max_tool_calls": "The limit of {value} tool calls for this question is reached.",
 }
 ANSWER_NOW = " Answer the question now with the information you already have; say what is missing, if anything."
+COMPACT_PROMPT = """Below are your earlier tool calls and their results while answering the question: {question}
+Write the notes you need to go on: every fact that bears on the question, each with the source ids it came from \
+(such as c1) exactly as written, and what is still unknown. No other text.
+
+{rounds}"""
 
 
 # --- helpers shared by the nodes -------------------------------------------------------------
@@ -79,6 +91,30 @@ def _history(state: AgentState) -> list[dict[str, Any]]:
     earlier = [m for m in state.get("messages", [])[:-1] if isinstance(m, HumanMessage | AIMessage) and m.text.strip()]
     kept = earlier[-2 * rounds :] if rounds else []
     return [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": m.text} for m in kept]
+
+
+def _prompt(state: AgentState, registry: Registry) -> list[dict[str, Any]]:
+    """What the model reads: the system prompt with the citation protocol, the earlier rounds, the
+    question, then this turn's tool rounds."""
+    return [{"role": "system", "content": registry.append_protocol(SYSTEM_PROMPT)}, *_history(state),
+            {"role": "user", "content": state["request"].query}, *state.get("conversation", [])]
+
+
+async def _tokens(client: ChatClient, messages: list[dict[str, Any]]) -> int:
+    texts = [str(m.get("content") or "") + json.dumps(m.get("tool_calls") or "") for m in messages]
+    return sum(await client.count_tokens(texts))
+
+
+def _rounds(conversation: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The loop's messages as rounds: an assistant message and the tool results that answer it (a
+    summary of earlier rounds is a round of its own)."""
+    rounds: list[list[dict[str, Any]]] = []
+    for message in conversation:
+        if message.get("role") == "tool" and rounds:
+            rounds[-1].append(message)
+        else:
+            rounds.append([message])
+    return rounds
 
 
 def _limit_reached(state: AgentState, settings: Any) -> tuple[str, int]:
@@ -147,8 +183,7 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
     client = services.chat(request.chat_model)
     registry = turn_registry(state)
     limit, value = _limit_reached(state, services.settings)
-    messages = [{"role": "system", "content": registry.append_protocol(SYSTEM_PROMPT)}, *_history(state),
-                {"role": "user", "content": request.query}, *state.get("conversation", [])]
+    messages = _prompt(state, registry)
     update: dict[str, Any] = {}
     if limit:
         note = LIMIT_NOTES[limit].format(value=value)
@@ -218,6 +253,33 @@ async def tools(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
             "tool_calls_made": state.get("tool_calls_made", 0) + len(calls)}
 
 
+async def compact(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Near the loop's token budget, replace the tool rounds before the last one with the model's
+    notes on them (source handles kept, so citations still resolve), and say so (context_compacted).
+    Below it, or with only one round to keep, nothing changes."""
+    context, services = context_of(runtime), services_of(runtime)
+    request, settings = state["request"], services.settings
+    client = services.chat(request.chat_model)
+    registry = turn_registry(state)
+    before = await _tokens(client, _prompt(state, registry))
+    rounds = _rounds(state.get("conversation", []))
+    if before <= settings.agent_context_tokens * defaults.AGENT_COMPACT_SHARE or len(rounds) < 2:
+        return {}
+    earlier, last = rounds[:-1], rounds[-1]
+    shown = "\n\n".join(f"{m['role']}: {m.get('content') or ''}{' ' + json.dumps(m['tool_calls']) if m.get('tool_calls') else ''}"
+                         for round_ in earlier for m in round_)
+    prompt = COMPACT_PROMPT.format(question=request.query, rounds=shown)
+    try:
+        notes = await client.chat([{"role": "user", "content": prompt}], chat_options(request))
+    except ChatModelError as exc:
+        log.warning("agent compaction skipped: %s", exc)  # the loop goes on uncompacted; the limits still bound it
+        return {}
+    conversation = [{"role": "assistant", "content": f"My notes from {len(earlier)} earlier tool rounds:\n{notes.content.strip()}"}, *last]
+    after = await _tokens(client, _prompt({**state, "conversation": conversation}, registry))
+    events.emit(context, events.context_compacted(state["turn"], rounds=len(earlier), tokens_before=before, tokens_after=after))
+    return {"conversation": Overwrite(conversation)}
+
+
 async def answer(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """End the answer (its text went out as the last round's segment): `references` with every
     passage given to the model, across rounds, then the terminal `answer`; the conversation keeps
@@ -262,10 +324,12 @@ def build_agent_graph(*, checkpointer: Any = None, services: Any = None) -> Agen
     graph.add_node("begin_turn", bound(begin))
     graph.add_node("model", bound(model))
     graph.add_node("tools", bound(tools))
+    graph.add_node("compact", bound(compact))
     graph.add_node("answer", bound(answer))
     graph.add_edge(START, "begin_turn")
     graph.add_conditional_edges("begin_turn", after_begin)
     graph.add_conditional_edges("model", after_model)
-    graph.add_edge("tools", "model")
+    graph.add_edge("tools", "compact")
+    graph.add_edge("compact", "model")
     graph.add_edge("answer", END)
     return graph.compile(checkpointer=checkpointer, name=AGENT_GRAPH)

@@ -127,6 +127,12 @@ def agent_tool_result(turn: TurnIds, call_id: str, name: str, *, success: bool, 
     return _base(turn, ResponseType.TOOL_RESULT, data=data)
 
 
+def context_compacted(turn: TurnIds, *, rounds: int, tokens_before: int, tokens_after: int) -> StreamResponse:
+    """Agent mode summarised its earlier tool rounds: the loop's prompt neared its token budget."""
+    data = {"rounds": rounds, "tokens_before": tokens_before, "tokens_after": tokens_after}
+    return _base(turn, ResponseType.CONTEXT_COMPACTED, content=f"{rounds} earlier tool rounds summarised", done=True, data=data)
+
+
 def reflection(turn: TurnIds, text: str, *, data: dict[str, Any] | None = None) -> StreamResponse:
     """Agent mode's note on its own run (a limit reached: the model now answers with what it has)."""
     return _base(turn, ResponseType.REFLECTION, content=text, done=True, data=data)

@@ -306,5 +306,7 @@ WORKER_NICE = 10  # `ragline worker` yields the CPU to answers on a shared host 
 # --- agent mode (graph/agent.py): the loop's limits; reaching one, the model answers with what it has ---
 AGENT_MAX_ROUNDS = 5  # model calls that ask for tools in one turn: a multi-hop question needs 2-4 searches
 AGENT_MAX_TOOL_CALLS = 10  # tool calls in one turn, all rounds together (a model may ask for several at once)
+AGENT_CONTEXT_TOKENS = 16_000  # the loop's prompt budget: what a tool-calling model's window leaves after its answer
+AGENT_COMPACT_SHARE = 0.75  # past this share of that budget, the earlier tool rounds are summarised (context_compacted)
 AGENT_READ_CHUNKS_MAX = 20  # chunks read_chunks returns at once: a long document is read in pages, not whole
 AGENT_RESULT_SUMMARY_CHARS = 200  # of a tool's output shown in its tool_result event (the model reads all of it)

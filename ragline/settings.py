@@ -84,6 +84,7 @@ class Settings(BaseSettings, RetrievalFields):
     chat_timeout_s: float = Field(defaults.CHAT_TIMEOUT_S, gt=0, description="Longest wait for a remote chat provider to connect, reply, or send the next chunk of a stream.")
     agent_max_rounds: int = Field(defaults.AGENT_MAX_ROUNDS, ge=1, description="Agent mode: model calls that may ask for tools in one turn; then the model answers with what it has.")
     agent_max_tool_calls: int = Field(defaults.AGENT_MAX_TOOL_CALLS, ge=1, description="Agent mode: tool calls in one turn, all rounds together; then the model answers with what it has.")
+    agent_context_tokens: int = Field(defaults.AGENT_CONTEXT_TOKENS, ge=256, description="Agent mode: the loop's prompt budget in tokens; past AGENT_COMPACT_SHARE of it the earlier tool rounds are summarised.")
     embedding_timeout_s: float = Field(defaults.EMBEDDING_TIMEOUT_S, gt=0, description="Longest wait for one remote embedding call.")
     rerank_timeout_s: float = Field(defaults.RERANK_TIMEOUT_S, gt=0, description="Longest wait for one rerank call; slower ones fall back to search scores.")
     provider_retries: int = Field(defaults.PROVIDER_RETRIES, ge=0, description="Retries of a remote model call after a 429, a 5xx or a refused connection (never after 4xx, a timeout, or streamed text).")

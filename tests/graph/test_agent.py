@@ -58,6 +58,7 @@ async def test_two_search_rounds_then_an_answer_citing_passages_of_both(services
     assert [k for k in seen if k in ("thought", "tool_call", "tool_result", "references")] == [
         "thought", "tool_call", "tool_result", "thought", "tool_call", "tool_result", "references"]
     assert seen.index("references") < len(seen) - 2 and frames[-2]["response_type"] == "answer" and frames[-2]["done"]
+    assert "context_compacted" not in seen  # two short rounds stay far below the loop's token budget
     calls = [f["data"] for f in frames if f["response_type"] == "tool_call"]
     assert [(c["tool_name"], c["arguments"]) for c in calls] == [("search_knowledge", {"query": "who designed the Aurora sensor"}),
                                                                 ("search_knowledge", {"query": "where was Mira Holt born"})]
@@ -120,3 +121,30 @@ async def test_the_local_model_is_refused_with_a_clear_error_before_any_loop(ser
     assert error["content"].startswith("agent mode needs a model with tool calling; the local model ragline/qwen2.5-coder-1.5b-instruct")
     assert error["done"] and kinds(frames)[-1] == "complete" and not any(f["response_type"] == "tool_call" for f in frames)
     assert scripted_model.requests == []
+
+
+def _text_of(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+
+
+async def test_near_its_token_budget_the_loop_summarises_its_earlier_rounds(services, scripted_model):
+    services.settings = services.settings.model_copy(update={"agent_context_tokens": 256})  # compact at 192 tokens
+    scripted_model.on(lambda b: "Write the notes you need" in _text_of(b), Reply.text("Mira Holt designed the Aurora sensor (c1)."))
+    scripted_model.on(lambda b: "My notes from 1 earlier tool rounds" in _text_of(b), Reply.text("She was born in Tromsø."))
+    scripted_model.on(lambda b: len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1")))
+    scripted_model.on(lambda b: len(tool_messages(b)) == 1,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "where was Mira Holt born"}, id="s2")))
+    frames = await run_turn(services)
+
+    [compacted] = [f for f in frames if f["response_type"] == "context_compacted"]
+    assert compacted["data"]["rounds"] == 1 and compacted["data"]["tokens_after"] < compacted["data"]["tokens_before"]
+    assert kinds(frames).index("context_compacted") > max(i for i, k in enumerate(kinds(frames)) if k == "tool_result")
+    summary_request = next(b for b in scripted_model.requests if "Write the notes you need" in _text_of(b))
+    assert "designed by" in _text_of(summary_request) and "tools" not in summary_request  # the first round's passages, summarised
+    final = scripted_model.requests[-1]
+    assert len(tool_messages(final)) == 1 and "Mira Holt designed the Aurora sensor (c1)." in _text_of(final)
+    assert [m.get("tool_calls", [{}])[0].get("id") for m in final["messages"] if m.get("tool_calls")] == ["s2"]  # round 1 left the prompt
+    references = [r["content"] for f in frames if f["response_type"] == "references" for r in f["knowledge_references"]]
+    assert any("designed by" in r for r in references)  # the answer's sources still hold every round's passages
+    assert answer_text(frames, 2) == "She was born in Tromsø." and kinds(frames)[-1] == "complete"
