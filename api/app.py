@@ -53,6 +53,7 @@ ROUTES = [
     Route(f"{S}/chat", chat.chat, methods=["POST"]),
     Route(f"{S}/continue-stream", chat.continue_stream, methods=["GET"]),
     Route(f"{S}/stop", chat.stop, methods=["POST"]),
+    Route(f"{S}/inject", chat.inject, methods=["POST"]),
     # messages
     Route(f"{V1}/messages/search", messages.search_messages, methods=["GET"]),
     Route(f"{S}/messages", messages.list_messages, methods=["GET"]),

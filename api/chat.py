@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from ragline.api import inputs, knowledge
 from ragline.api.errors import ApiError, NotFound, Unprocessable
 from ragline.api.openapi import doc
-from ragline.api.schemas import ChatRequest, ContinueQuery, StopRequest, StopResult
+from ragline.api.schemas import ChatRequest, ContinueQuery, InjectRequest, InjectResult, StopRequest, StopResult
 from ragline.api.services import AppServices, services
 from ragline.api.sse import follow, last_event_id, sse_response
 from ragline.graph.request import PipelineRequest
@@ -108,6 +108,20 @@ async def continue_stream(request: Request) -> Response:
     if resume is not None and resume[0] == message_id:
         return await _resume(svc, session.id, message_id, resume[1], coalesce_replay=False)
     return await _resume(svc, session.id, message_id, None, coalesce_replay=True)
+
+
+@doc("Tell a running agent-mode answer something (owner only): its next step reads it (user_message_injected)", TAG,
+     body=InjectRequest, response=InjectResult, errors=(401, 403, 404, 409, 422))
+async def inject(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
+    body = await inputs.body(request, InjectRequest)
+    record = await svc.backend.registry.running_in(session.id)
+    if record is None or (body.message_id is not None and record.assistant_message_id != body.message_id):
+        raise ConflictError("nothing is being generated in this session to tell; ask a new question instead")
+    await svc.runs.inject(record, body.content)
+    return JSONResponse(InjectResult(message_id=record.assistant_message_id).model_dump(), status_code=202)
 
 
 @doc("Stop an answer being generated (owner only); the partial answer is kept", TAG, body=StopRequest, response=StopResult, errors=(401, 403, 404, 409, 422))

@@ -155,6 +155,16 @@ class StopRequest(Strict):
     message_id: str | None = Field(None, description="The answer to stop; default: the session's running one.")
 
 
+class InjectRequest(Strict):
+    content: str = Field(min_length=1, max_length=32_000, description="What to tell the agent while it runs; it reads it at its next step.")
+    message_id: str | None = Field(None, description="The running answer; default: the session's running one.")
+
+
+class InjectResult(BaseModel):
+    message_id: str
+    injected: bool = True
+
+
 class StopResult(BaseModel):
     message_id: str
     stopped: bool = Field(description="False when the answer had already completed.")

@@ -86,9 +86,11 @@ def offered_tools(context: RunContext) -> list[AgentTool]:
 
 
 def _history(state: AgentState) -> list[dict[str, Any]]:
-    """Earlier rounds of the conversation as text, then the question (the last message)."""
+    """Earlier rounds of the conversation as text (this turn's question and injected messages are not history)."""
     rounds = max(state["request"].max_history_rounds, 0)
-    earlier = [m for m in state.get("messages", [])[:-1] if isinstance(m, HumanMessage | AIMessage) and m.text.strip()]
+    this_turn = state["turn"].request_id
+    earlier = [m for m in state.get("messages", []) if isinstance(m, HumanMessage | AIMessage) and m.text.strip()
+               and str(m.additional_kwargs.get("request_id") or "").split(":")[0] != this_turn]
     kept = earlier[-2 * rounds :] if rounds else []
     return [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": m.text} for m in kept]
 
@@ -115,6 +117,18 @@ def _rounds(conversation: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         else:
             rounds.append([message])
     return rounds
+
+
+async def _injected(state: AgentState, context: RunContext) -> dict[str, Any]:
+    """The messages the user sent while the loop ran (the host's inbox), as this step's user turns:
+    each announced (user_message_injected) and kept in the conversation's history."""
+    texts = [text for text in (await context.inbox() if context.inbox is not None else []) if text.strip()]
+    turn, offset = state["turn"], sum(1 for m in state.get("messages", []) if m.additional_kwargs.get("injected"))
+    for text in texts:
+        events.emit(context, events.user_message_injected(turn, text))
+    kept = [HumanMessage(content=text, id=f"{turn.user_message_id}:injected:{offset + i}",
+                         additional_kwargs={"request_id": f"{turn.request_id}:injected", "injected": True}) for i, text in enumerate(texts)]
+    return {"conversation": [{"role": "user", "content": text} for text in texts], **({"messages": kept} if kept else {})}
 
 
 def _limit_reached(state: AgentState, settings: Any) -> tuple[str, int]:
@@ -183,8 +197,9 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
     client = services.chat(request.chat_model)
     registry = turn_registry(state)
     limit, value = _limit_reached(state, services.settings)
-    messages = _prompt(state, registry)
-    update: dict[str, Any] = {}
+    injected = await _injected(state, context)
+    messages = _prompt(state, registry) + injected["conversation"]
+    update: dict[str, Any] = dict(injected)
     if limit:
         note = LIMIT_NOTES[limit].format(value=value)
         if not state.get("limit"):
@@ -201,9 +216,9 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
         if shown.strip():
             events.emit(context, events.thought(turn, shown, segment=state.get("rounds", 0)))
         said = {"role": "assistant", "content": raw or None, "tool_calls": [call.as_wire() for call in calls]}
-        return {**update, "conversation": [said], "pending_calls": [_call_json(c) for c in calls], "rounds": state.get("rounds", 0) + 1}
+        return {**update, "conversation": [*update["conversation"], said], "pending_calls": [_call_json(c) for c in calls], "rounds": state.get("rounds", 0) + 1}
     truncated = is_truncation(end.finish_reason)
-    return {**update, "conversation": [{"role": "assistant", "content": raw}], "pending_calls": [], "answer_text": shown,
+    return {**update, "conversation": [*update["conversation"], {"role": "assistant", "content": raw}], "pending_calls": [], "answer_text": shown,
             "answer_thinking": thinking, "finish_reason": "stop" if stopped else end.finish_reason,
             "chat_response": ChatResponse(content=shown, thinking=thinking, finish_reason=end.finish_reason, truncated=truncated,
                                           stopped=stopped, model=client.model, usage=end.usage)}

@@ -46,6 +46,7 @@ class RunContext:
     event_sink: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
     cancel_event: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
     services: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
+    inbox: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "Async callable returning the messages sent while the run runs (agent mode injects them at its next step)."})
 
     def answer_metadata(self) -> dict[str, Any]:
         """What the answer's message records of the run: the assistant (and version) it ran with."""

@@ -127,6 +127,11 @@ def agent_tool_result(turn: TurnIds, call_id: str, name: str, *, success: bool, 
     return _base(turn, ResponseType.TOOL_RESULT, data=data)
 
 
+def user_message_injected(turn: TurnIds, text: str) -> StreamResponse:
+    """Agent mode took a message the user sent while it ran: the model reads it at this step."""
+    return _base(turn, ResponseType.USER_MESSAGE_INJECTED, content=text, done=True)
+
+
 def context_compacted(turn: TurnIds, *, rounds: int, tokens_before: int, tokens_after: int) -> StreamResponse:
     """Agent mode summarised its earlier tool rounds: the loop's prompt neared its token budget."""
     data = {"rounds": rounds, "tokens_before": tokens_before, "tokens_after": tokens_after}

@@ -66,6 +66,14 @@ class RunRegistry(Protocol):
 
     async def stop_requested(self, message_ids: list[str]) -> set[str]: ...
 
+    async def inject(self, message_id: str, text: str) -> None:
+        """Leave a message for the run (agent mode reads it at its next step), whichever replica holds it."""
+        ...
+
+    async def take_injected(self, message_id: str) -> list[str]:
+        """The messages left for the run since it last looked, oldest first; each is taken once."""
+        ...
+
     async def acquire(self, message_id: str, holder: str, ttl_s: float) -> bool: ...
 
     async def renew(self, message_id: str, holder: str, ttl_s: float) -> bool: ...
@@ -86,6 +94,7 @@ class MemoryRunRegistry:
         self._runs: dict[str, RunRecord] = {}
         self._by_session: dict[str, str] = {}
         self._stops: set[str] = set()
+        self._inboxes: dict[str, list[str]] = {}
 
     async def begin(self, record: RunRecord, holder: str, ttl_s: float) -> RunRecord | None:
         running = self._by_session.get(record.session_id)
@@ -107,6 +116,13 @@ class MemoryRunRegistry:
         if self._by_session.get(record.session_id) == record.message_id:
             del self._by_session[record.session_id]
         self._stops.discard(record.message_id)
+        self._inboxes.pop(record.message_id, None)
+
+    async def inject(self, message_id: str, text: str) -> None:
+        self._inboxes.setdefault(message_id, []).append(text)
+
+    async def take_injected(self, message_id: str) -> list[str]:
+        return self._inboxes.pop(message_id, [])
 
     async def request_stop(self, record: RunRecord) -> None:
         self._stops.add(record.message_id)
@@ -142,13 +158,13 @@ _RENEW = (
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
 _FINISH = (
     "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end "
-    "redis.call('SREM', KEYS[2], ARGV[1]) redis.call('DEL', KEYS[3], KEYS[4], KEYS[5]) return 1"
+    "redis.call('SREM', KEYS[2], ARGV[1]) redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6]) return 1"
 )
 
 
 class RedisRunRegistry:
     """Keys: run:<mid> (record), session-run:<sid> (the session's running mid), runs (set of running
-    mids), lease:<mid> (holder, PX ttl), stop:<mid> (flag)."""
+    mids), lease:<mid> (holder, PX ttl), stop:<mid> (flag), inbox:<mid> (messages injected, a list)."""
 
     durable = True
 
@@ -185,11 +201,25 @@ class RedisRunRegistry:
 
     async def finish(self, record: RunRecord) -> None:
         mid = record.message_id
-        keys = [self._k("session-run", record.session_id), self._k("runs"), self._k("run", mid), self._k("lease", mid), self._k("stop", mid)]
+        keys = [self._k("session-run", record.session_id), self._k("runs"), self._k("run", mid), self._k("lease", mid), self._k("stop", mid),
+                self._k("inbox", mid)]
         await self.redis.eval(_FINISH, len(keys), *keys, mid)
 
     async def request_stop(self, record: RunRecord) -> None:
         await self.redis.set(self._k("stop", record.message_id), "1", ex=self.safety_ttl_s)
+
+    async def inject(self, message_id: str, text: str) -> None:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(self._k("inbox", message_id), text)
+            pipe.expire(self._k("inbox", message_id), self.safety_ttl_s)
+            await pipe.execute()
+
+    async def take_injected(self, message_id: str) -> list[str]:
+        async with self.redis.pipeline(transaction=True) as pipe:  # read and clear at once: each message is taken once
+            pipe.lrange(self._k("inbox", message_id), 0, -1)
+            pipe.delete(self._k("inbox", message_id))
+            taken, _ = await pipe.execute()
+        return [_text(item) for item in taken]
 
     async def stop_requested(self, message_ids: list[str]) -> set[str]:
         if not message_ids:

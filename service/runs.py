@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 from ragline import defaults
@@ -34,11 +35,12 @@ from ragline.checkpoints.streams import Event, FenceLost
 from ragline.graph import events
 from ragline.graph.context import RunContext
 from ragline.graph.events import as_json
+from ragline.graph.input_check import validate_input
 from ragline.graph.request import AgentConfig, PipelineRequest
 from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.logs import bind_log_ids
 from ragline.service import threads
-from ragline.service.access import ConflictError, Principal
+from ragline.service.access import ConflictError, InvalidRequestError, Principal
 from ragline.service.after_turn import AfterTurn
 from ragline.service.assistant_service import check_agent_model
 from ragline.service.assistants import Assistant
@@ -148,6 +150,15 @@ class RunManager:
         if run is not None:
             self._cancel(run)
 
+    async def inject(self, record: RunRecord, text: str) -> None:
+        """Leave a message for a running agent-mode turn: its next step reads it (user_message_injected)."""
+        if record.graph != "agent":
+            raise ConflictError("only an agent-mode answer takes messages while it runs; wait for this one, or stop it")
+        refusal = validate_input(text)
+        if refusal is not None:
+            raise InvalidRequestError(refusal.message)
+        await self.backend.registry.inject(record.message_id, text)
+
     def _launch(self, record: RunRecord, request: PipelineRequest, *, resume: bool) -> None:
         context = RunContext(
             session_id=record.session_id,
@@ -162,6 +173,7 @@ class RunManager:
             agent_tools=tuple(record.agent_tools),
             cancel_event=threading.Event(),
             services=self.services,
+            inbox=partial(self.backend.registry.take_injected, record.message_id) if record.graph == "agent" else None,
         )
         driver = TurnDriver(self.backend.graph_for(record.graph), context, config=threads.thread_config(record.session_id),
                             durability=self.backend.durability)

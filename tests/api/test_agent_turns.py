@@ -15,7 +15,7 @@ import pytest
 from ragline.settings import LOCAL_CHAT_MODEL
 from tests.agent_script import BIRTHPLACE, DESIGNER, QUESTION, CitingAnswer, tool_messages
 from tests.api.jobs import knowledge_base_over_rest
-from tests.api.live import ThreadServer, answer_of, collect, memory_settings, new_session, serve_embedded
+from tests.api.live import ThreadServer, answer_of, collect, frames, memory_settings, new_session, serve_embedded
 from tests.scripted_model import Reply, ScriptedCall
 
 V1 = "/api/v1"
@@ -114,3 +114,29 @@ async def test_an_agent_mode_assistant_on_the_local_model_is_refused_before_the_
     assert message.startswith(f"agent mode needs a model with tool calling; the local model {LOCAL_CHAT_MODEL}")
     assert scripted_model.requests == []
     assert (await acme.get(f"{V1}/sessions/{sid}/messages")).json()["items"] == []  # no turn was started
+
+
+async def test_a_message_sent_while_the_agent_runs_is_read_at_its_next_step(acme, people, scripted_model):
+    agent = await create(acme, config={"knowledge_base_ids": [people]}, tools=["search_knowledge"])
+    told = "Only the city, please."
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1"), delay=1.5))
+    scripted_model.on(lambda b: "tools" in b and any(m.get("content") == told for m in b["messages"]), Reply.text("Tromsø."))
+    sid = await new_session(acme, title="t")
+    nothing = await acme.post(f"{V1}/sessions/{sid}/inject", json={"content": told})
+    assert nothing.status_code == 409 and "nothing is being generated" in nothing.json()["error"]["message"]
+
+    got: list = []
+    async with acme.stream("POST", f"{V1}/sessions/{sid}/knowledge-chat", json={"query": QUESTION, "assistant_id": agent["id"]}) as response:
+        async for frame in frames(response):
+            got.append(frame)
+            if frame.type == "agent_query":  # the run is registered; its first model call takes 1.5 s
+                sent = await acme.post(f"{V1}/sessions/{sid}/inject", json={"content": told})
+                assert sent.status_code == 202, sent.text
+
+    kinds = [f.type for f in got]
+    assert kinds.index("user_message_injected") > kinds.index("tool_result")  # read at the step after the tool round
+    assert [f.event["content"] for f in got if f.type == "user_message_injected"] == [told]
+    assert answer_of(got).endswith("Tromsø.") and kinds[-1] == "complete"
+    items = (await acme.get(f"{V1}/sessions/{sid}/messages")).json()["items"]
+    assert [(m["role"], m["content"]) for m in items] == [("user", QUESTION), ("user", told), ("assistant", "Tromsø.")]

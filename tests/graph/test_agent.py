@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ragline.checkpoints.savers import memory_saver
 from ragline.graph.agent import build_agent_graph
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
@@ -148,3 +149,28 @@ async def test_near_its_token_budget_the_loop_summarises_its_earlier_rounds(serv
     references = [r["content"] for f in frames if f["response_type"] == "references" for r in f["knowledge_references"]]
     assert any("designed by" in r for r in references)  # the answer's sources still hold every round's passages
     assert answer_text(frames, 2) == "She was born in Tromsø." and kinds(frames)[-1] == "complete"
+
+
+async def test_a_message_in_the_inbox_is_injected_at_the_next_step_and_kept_in_the_conversation(services, scripted_model):
+    told = "Answer in German."
+    inbox = [[], [told]]  # empty before the first model call, the message before the second
+
+    async def take() -> list[str]:
+        return inbox.pop(0) if inbox else []
+
+    scripted_model.on(lambda b: len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1")))
+    scripted_model.on(lambda b: any(m.get("content") == told for m in b["messages"]), Reply.text("In Tromsø."))
+    graph = build_agent_graph(checkpointer=memory_saver())
+    config = {"configurable": {"thread_id": "injected"}}
+    request = PipelineRequest(query=QUESTION, knowledge_base_ids=("people",))
+    frames = [event async for event in graph.astream({"request": request}, config, context=RunContext(services=services, inbox=take),
+                                                     stream_mode="custom")]
+
+    [injected] = [f for f in frames if f["response_type"] == "user_message_injected"]
+    assert injected["content"] == told and kinds(frames).index("user_message_injected") > kinds(frames).index("tool_result")
+    second = scripted_model.requests[1]["messages"]
+    assert second[-1] == {"role": "user", "content": told}  # after the tool round it answers
+    assert answer_text(frames, 1) == "In Tromsø."
+    saved = (await graph.aget_state(config)).values["messages"]
+    assert [(m.type, m.content) for m in saved] == [("human", QUESTION), ("human", told), ("ai", "In Tromsø.")]

@@ -44,6 +44,18 @@ async def test_a_stop_flag_is_seen_by_the_holder(registry):
     assert await registry.stop_requested(["m1"]) == set()
 
 
+async def test_messages_injected_into_a_run_are_taken_once_in_order_and_forgotten_when_it_ends(registry):
+    await registry.begin(record(), "A", 5)
+    assert await registry.take_injected("m1") == []
+    await registry.inject("m1", "first")
+    await registry.inject("m1", "second")
+    assert await registry.take_injected("m1") == ["first", "second"]
+    assert await registry.take_injected("m1") == []  # each message is read by the run once
+    await registry.inject("m1", "left behind")
+    await registry.finish(record())
+    assert await registry.take_injected("m1") == []
+
+
 async def test_only_the_holder_renews_a_lease(redis):
     registry = RedisRunRegistry(redis)
     await registry.begin(record(), "A", 5)
