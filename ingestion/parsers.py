@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from ragline.ingestion.images import (
 )
 from ragline.ingestion.pdf import parse_pdf
 from ragline.ingestion.tables import markdown_table
-from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
+from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, ParsingStopped
 
 SUPPORTED = ("txt", "md", "markdown", "html", "htm", "pdf", "docx", "csv", "xlsx", "json", *IMAGE_TYPES)
 
@@ -135,12 +136,15 @@ def parse_html(text: str) -> tuple[str, str]:
 
 
 class _TextBudget:
-    """Counts extracted characters and refuses the document once it passes the limit."""
+    """Counts extracted characters and refuses the document once it passes the limit; stops the
+    parse at the next piece of text once `stop` is set (a cancelled job: its thread ends too)."""
 
-    def __init__(self, name: str) -> None:
-        self.name, self.limit, self.used = name, defaults.DOCUMENT_MAX_TEXT_CHARS, 0
+    def __init__(self, name: str, stop: threading.Event | None = None) -> None:
+        self.name, self.limit, self.used, self.stop = name, defaults.DOCUMENT_MAX_TEXT_CHARS, 0, stop
 
     def take(self, text: str) -> str:
+        if self.stop is not None and self.stop.is_set():
+            raise ParsingStopped(f"parsing {self.name} stopped: its ingestion was cancelled")
         self.used += len(text)
         if self.used > self.limit:
             raise DocumentTooLargeError(f"{self.name} holds more than {self.limit:,} characters of text; split it into smaller documents")
@@ -251,12 +255,13 @@ def _decoded(data: bytes, name: str) -> str:
     return text
 
 
-def parse_bytes(data: bytes, file_type: str, name: str = "") -> ParsedDocument:
-    """The document's text, bounded: an empty, binary, oversized or bomb-like file is an IngestionError."""
+def parse_bytes(data: bytes, file_type: str, name: str = "", stop: threading.Event | None = None) -> ParsedDocument:
+    """The document's text, bounded: an empty, binary, oversized or bomb-like file is an IngestionError.
+    Setting `stop` (from another thread) ends a long parse at its next piece of text (ParsingStopped)."""
     kind = file_type.lower().lstrip(".")
     title = Path(name).stem if name else ""
     label = name or f"the .{kind} file"
-    budget = _TextBudget(label)
+    budget = _TextBudget(label, stop)
     images = ImageCollector(label)
     page_starts: list[int] = []
     if kind in IMAGE_TYPES:  # a standalone image: refused outright when it is not one, or too large

@@ -47,6 +47,7 @@ def parse_pdf(data: bytes, name: str, take: Callable[[str], str], images: ImageC
     lines = drop_running_lines([page_lines(page, take) for page in reader.pages])  # refused as soon as the budget is passed
     parts: list[str] = []
     for number, (page, page_text) in enumerate(zip(reader.pages, lines), start=1):
+        take("")  # no text, but a stopped parse ends here, between pages of the layout pass
         text = "\n".join(with_tables(page_text, layout_lines(page))).strip()
         refs = [markdown_reference(image) for image in pdf_page_images(page, number, images)]
         parts.append(PAGE_SEPARATOR.join(part for part in (text, *refs) if part))

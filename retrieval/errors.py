@@ -31,5 +31,9 @@ class IngestionError(RetrievalError):
     """A document could not be parsed, chunked, embedded or written; nothing was kept."""
 
 
+class ParsingStopped(IngestionError):
+    """The ingestion was cancelled while its document was being parsed; parsing stopped there."""
+
+
 class DocumentTooLargeError(IngestionError):
     """A document beyond a size limit (text, rows, pages, chunks, unpacked archive); nothing was kept."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -49,13 +50,13 @@ def precheck(data: bytes, filename: str) -> None:
         check_text(decode_text(data), filename)
 
 
-def document_of(record: JobRecord, data: bytes) -> TextDocument:
-    """The job's document: the file parsed by its extension, or the text as it is."""
+def document_of(record: JobRecord, data: bytes, stop: threading.Event | None = None) -> TextDocument:
+    """The job's document: the file parsed by its extension (until `stop` is set), or the text as it is."""
     if record.kind == "text":
         return TextDocument(data.decode(), record.title, record.source, "txt")
     from ragline.ingestion.parsers import parse_bytes
 
-    parsed = parse_bytes(data, Path(record.filename).suffix, record.filename)
+    parsed = parse_bytes(data, Path(record.filename).suffix, record.filename, stop)
     return TextDocument.parsed(parsed, record.title or parsed.title or Path(record.filename).stem, record.source)
 
 
@@ -158,7 +159,11 @@ class IngestJob:
             data = await self.store.data(record.id)
             if data is None:
                 raise RetrievalError("the uploaded data of this job is gone (expired or deleted); upload the document again")
-            document = await asyncio.to_thread(document_of, record, data)
+            stop = threading.Event()
+            try:
+                document = await asyncio.to_thread(document_of, record, data, stop)
+            finally:
+                stop.set()  # cancelled meanwhile: the parsing thread ends at its next piece of text, not at the file's end
             ingestion = await asyncio.to_thread(self._ingestion)
             with revision_ids(record.id):
                 [knowledge] = await ingestion.ingest_documents(record.knowledge_base_id, [document], record.tenant_id, progress=progress)

@@ -1,5 +1,6 @@
 import io
 import json
+import threading
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,7 @@ from ragline.ingestion.parsers import (
     parse_bytes,
     parse_file,
 )
-from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
+from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, ParsingStopped
 
 
 def tiny_pdf(text: str) -> bytes:
@@ -184,3 +185,35 @@ def test_chinese_and_accented_text_is_text():
 def test_a_json_file_nested_too_deeply_is_a_clear_error():
     with pytest.raises(IngestionError, match="nests too deeply|cannot parse"):
         parse_bytes(b"[" * 100_000 + b"]" * 100_000, ".json", "deep.json")
+
+
+class StopAfter(threading.Event):
+    """A stop event that another thread sets after the parse has checked it `checks` times."""
+
+    def __init__(self, checks: int) -> None:
+        super().__init__()
+        self.checks, self.seen = checks, 0
+
+    def is_set(self) -> bool:
+        self.seen += 1
+        return self.seen > self.checks
+
+
+@pytest.mark.parametrize("kind", ["docx", "pdf"])
+def test_a_stopped_parse_ends_at_its_next_piece_of_text_not_at_the_files_end(kind):
+    import docx
+
+    if kind == "docx":
+        document = docx.Document()
+        for index in range(200):
+            document.add_paragraph(f"Paragraph {index} of a long manual.")
+        buffer = io.BytesIO()
+        document.save(buffer)
+        data = buffer.getvalue()
+    else:
+        data = tiny_pdf("One page of a long manual")
+    stop = StopAfter(checks=1)
+    with pytest.raises(ParsingStopped, match="its ingestion was cancelled"):
+        parse_bytes(data, kind, f"long.{kind}", stop)
+    assert stop.seen == 2  # checked once per piece: it stopped at the second, never reading the rest
+    assert parse_bytes(data, kind, f"long.{kind}", threading.Event()).text  # unstopped, the same file parses

@@ -66,3 +66,32 @@ async def test_a_job_finishes_when_its_reporter_hangs_in_a_call():
         assert final is not None and final.state == JobState.DONE
     finally:
         released.set()
+
+
+async def test_a_job_cancelled_while_parsing_stops_the_parsing_thread(monkeypatch):
+    """The parse runs in a worker thread that a task's cancellation cannot stop; the job sets the
+    parse's stop event, so the thread ends at its next piece of text instead of at the file's end."""
+    import threading
+
+    from ragline.service import ingest_job
+
+    parsing, parsed, seen_stop = threading.Event(), threading.Event(), []
+
+    def slow_parse(record, data, stop):
+        parsing.set()
+        seen_stop.append(stop.wait(timeout=10))  # a long parse, checking its stop between pieces
+        parsed.set()
+        raise AssertionError("the job was cancelled: nothing reads this")
+
+    monkeypatch.setattr(ingest_job, "document_of", slow_parse)
+    store = MemoryJobStore()
+    await store.save(JobRecord(id="j3", tenant_id="default", knowledge_base_id="kb", kind="file", filename="big.docx", source="s"))
+    await store.put_data("j3", b"PK")
+    job = IngestJob(store, MemoryStreamManager(), lambda: IngestionDone(asyncio.Event()),  # type: ignore[arg-type,return-value]
+                    heartbeat_s=0.03, stall_s=600)
+    running = asyncio.create_task(job.run("j3"))
+    await asyncio.to_thread(parsing.wait, 10)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    await asyncio.to_thread(parsed.wait, 15)
+    assert seen_stop == [True]  # the parse was told to stop (before the fix it ran to its 10 s end: [False])
