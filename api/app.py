@@ -102,14 +102,18 @@ ROUTES = [
 
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None, loopback_only: bool | None = None) -> Starlette:
-    """The service; `services` (the composition root) is built from settings unless given.
+    """The service; `services` (the composition root) is built from settings unless given, and then
+    its settings are the service's.
 
     `loopback_only` (default: dev mode on a loopback address) refuses foreign Host and Origin headers.
     """
-    settings = settings or get_settings()
+    if services is not None and settings is not None and settings != services.settings:
+        raise ValueError("create_app: give settings or services built from them, not both with different settings")
+    core = services or Services.from_settings(settings or get_settings())
+    settings = core.settings
     if loopback_only is None:
         loopback_only = KeyRing.from_settings(settings).dev_mode and is_loopback_host(settings.host)
-    limiter = open_limiter(settings)  # counted in Redis when replicas share one
+    limiter = open_limiter(core)  # counted in Redis when replicas share one
     measured = metrics.Metrics()
     middleware = [
         Middleware(RequestIds),
@@ -124,11 +128,13 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         # spans per stage when OTEL_EXPORTER_OTLP_ENDPOINT or Langfuse keys are set (a host that enabled tracing keeps its own)
         traced_here = not tracing.enabled() and tracing.configure_from_env()
         try:
-            async with open_services(settings, services) as shared, mcp_door.running():  # /mcp's session manager
+            async with open_services(core) as shared, mcp_door.running():  # /mcp's session manager
                 app.state.services = shared
-                yield
+                try:
+                    yield
+                finally:
+                    await limiter.aclose()  # before the root closes the limiter's Redis client
         finally:
-            await limiter.aclose()
             if traced_here:
                 tracing.shutdown()  # flush the last batch of spans
 

@@ -257,7 +257,7 @@ async def chat_completions(request: Request) -> Response:
     message: dict[str, Any] = {"role": "assistant", "content": turn.text, "refusal": None, "references": turn.references()}
     if turn.reasoning:
         message["reasoning_content"] = turn.reasoning
-    counted = await usage(model, prompt_texts(body), [turn.text, turn.reasoning])
+    counted = await usage(svc.core.local_engines, model, prompt_texts(body), [turn.text, turn.reasoning])
     return JSONResponse(completion(completion_id(), body.model, now(), message, turn.finish_reason, counted, ragline=turn.ids()),
                         headers=headers)
 
@@ -316,7 +316,7 @@ async def _stream(svc: AppServices, who: Principal, body: ChatCompletionRequest,
         await door.remember(who, body.model, question.conversation_after(turn.text), turn.record.session_id)
         yield _data(chunk(ident, body.model, created, {}, turn.finish_reason, references=turn.references(), ragline=turn.ids()))
         if body.include_usage:
-            yield _data(usage_chunk(ident, body.model, created, await usage(model, prompt_texts(body), [turn.text, turn.reasoning])))
+            yield _data(usage_chunk(ident, body.model, created, await usage(svc.core.local_engines, model, prompt_texts(body), [turn.text, turn.reasoning])))
         yield "data: [DONE]\n\n"
     finally:
         if not finished:  # the client left mid-answer: nobody reads it any more (OpenAI's streams do not resume)

@@ -30,7 +30,8 @@ from ragline.settings import Settings
 
 @dataclass
 class AppServices:
-    settings: Settings
+    """The HTTP host's view of the root: its keys, and the run backend and services `core` owns."""
+
     backend: Backend
     runs: RunManager
     conversations: SessionService
@@ -38,6 +39,10 @@ class AppServices:
     core: Services
     jobs: JobService  # ingestion jobs: run here (embedded) or by `ragline worker`s (Redis)
     assistants: AssistantService
+
+    @property
+    def settings(self) -> Settings:
+        return self.core.settings
 
     def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
         return self.keyring.authenticate(request, allow_query=allow_query)
@@ -51,18 +56,18 @@ class AppServices:
 
 
 @asynccontextmanager
-async def open_services(settings: Settings, core: Services | None = None) -> AsyncIterator[AppServices]:
+async def open_services(core: Services) -> AsyncIterator[AppServices]:
+    settings = core.settings
     keyring = KeyRing.from_settings(settings)
-    core = core or Services.from_settings(settings)
     core.start_warm_up()
-    async with open_backend(settings) as backend:
+    async with open_backend(core) as backend:
         runs = RunManager(backend, core)
         await runs.start()
         try:
             shared = backend.redis is not None and stream_kind(settings) == "redis"
-            async with open_jobs(settings, backend.streams, core, shared=shared) as jobs:
+            async with open_jobs(core, backend.streams, shared=shared) as jobs:
                 assistants = AssistantService(backend.assistants, core)
-                yield AppServices(settings, backend, runs, SessionService(backend, runs), keyring, core, jobs, assistants)
+                yield AppServices(backend, runs, SessionService(backend, runs), keyring, core, jobs, assistants)
         finally:
             await runs.aclose()
             await core.aclose()

@@ -79,11 +79,12 @@ async def ask(graph: Any, services: Any, kb_id: str, question: str, session_id: 
 
 def raw_timings(messages: list[dict], decode_tokens: int = 32) -> tuple[float, float, float, int, int]:
     """(first token of the uncached tail, first token of the whole prompt, decode tokens/s, prompt tokens, cached)."""
-    from ragline.models.local_engine import chat_engine
     from ragline.models.prompt_cache import PrefixCache, _formatter, _tokens
+    from ragline.services import Services
     from ragline.settings import get_settings
 
-    engine = chat_engine(get_settings().chat_model)
+    services = Services.from_settings(get_settings())
+    engine = services.local_engines.chat(services.settings.chat_model)
     llm = engine.get()
     with engine.generate_lock:
         tokens = _tokens(llm, _formatter(llm), messages)
@@ -169,12 +170,11 @@ async def main(runs: int, raw: bool = True) -> None:
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph.graphs import build_graph
     from ragline.ingestion.sample import ensure_sample_kb
-    from ragline.models.local_engine import chat_engine
     from ragline.services import Services
 
     load_at_start = os.getloadavg()[0]
     services = Services.from_settings()
-    engine = chat_engine(services.settings.chat_model)
+    engine = services.local_engines.chat(services.settings.chat_model)
     stack = await asyncio.to_thread(lambda: services.retrieval)
     kb_id = (await ensure_sample_kb(stack)).id
     graph = build_graph("ragline", checkpointer=memory_saver())

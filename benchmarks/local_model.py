@@ -13,7 +13,7 @@ import statistics
 import time
 
 from ragline.models.chat import ChatClient, ChatOptions, StreamEnd
-from ragline.models.local_engine import chat_engine
+from ragline.services import Services
 from ragline.settings import get_settings
 
 QUESTIONS = ["What is the capital of France?", "法国的首都是哪里？", "Explain in two sentences what a weather station measures."]
@@ -33,9 +33,10 @@ async def one_run(client: ChatClient, question: str) -> tuple[float, float, int]
 
 async def main(runs: int) -> None:
     started = time.perf_counter()
-    chat_engine(get_settings().chat_model).get()
+    services = Services.from_settings(get_settings())
+    services.local_engines.chat(services.settings.chat_model).get()
     load = time.perf_counter() - started
-    client = ChatClient(get_settings().chat_model)
+    client = services.chat()
     rows = []
     for question in QUESTIONS:
         samples = [await one_run(client, question) for _ in range(runs)]

@@ -37,10 +37,10 @@ def measure(threads: int, batch: int, runs: int) -> tuple[float, float, int]:
 
     from ragline.models.cpu import free_cores
     from ragline.models.gguf import assemble
-    from ragline.models.local_engine import chat_engine
+    from ragline.models.local_engine import CHAT_MODELS
     from ragline.settings import get_settings
 
-    spec = chat_engine(get_settings().chat_model).spec
+    spec = CHAT_MODELS[get_settings().chat_model]
     llm = Llama(model_path=str(assemble(spec, get_settings().models_dir)), n_ctx=2048,
                 n_threads=threads or None, n_threads_batch=threads or None, n_batch=batch, verbose=False)
     tokens = llm.tokenize(PROMPT.encode(), add_bos=False)

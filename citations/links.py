@@ -86,7 +86,9 @@ def _hold_from(text: str) -> int:
     runs into the end, or an end that could be the start of one (`htt`, `www`)."""
     hold = len(text)
     bracket = text.rfind("[")
-    if bracket >= 0 and len(text) - bracket <= _LINK_SPAN_MAX and ")" not in text[bracket:] and "\n" not in text[bracket:]:
+    tail = text[bracket:] if bracket >= 0 else ""
+    label = tail.split("](", 1)[0]  # a newline ends a link's text, but may follow its "](" (_MARKDOWN_LINK)
+    if bracket >= 0 and len(tail) <= _LINK_SPAN_MAX and ")" not in tail and "\n" not in label:
         hold = bracket
     for match in _URL.finditer(text):
         if match.end() == len(text):

@@ -44,7 +44,7 @@ from ragline.models.chat import ChatClient, ChatModelError, StreamEnd
 from ragline.models.tool_calls import ToolCallRequest
 from ragline.nodes.begin_turn import begin_turn
 from ragline.nodes.tools import TOOLS, AgentTool, ToolContext
-from ragline.services import services_of
+from ragline.services import Services, services_of
 
 log = logging.getLogger(__name__)
 AGENT_GRAPH = "ragline_agent"
@@ -332,7 +332,7 @@ def _call_json(call: ToolCallRequest) -> dict[str, Any]:
 AgentGraph = CompiledStateGraph[AgentState, RunContext, AgentState, AgentState]
 
 
-def build_agent_graph(*, checkpointer: Any = None, services: Any = None) -> AgentGraph:
+def build_agent_graph(*, checkpointer: Any = None, services: Services | None = None) -> AgentGraph:
     """The compiled agent graph; `services` serves runs whose context brings none (Studio, a parent graph)."""
     bound = HostDefaults(services=services)
     graph = StateGraph(AgentState, context_schema=RunContext)

@@ -15,14 +15,15 @@ from langgraph.runtime import Runtime
 
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.request import AgentConfig
+from ragline.services import Services
 
 
 @dataclass(frozen=True)
 class HostDefaults:
-    """What a node gets when its run context lacks it: `services` (ragline.services.Services) and
-    `agent` (the defaults of every request setting)."""
+    """What a node gets when its run context lacks it: `services` (the composition root) and `agent`
+    (the defaults of every request setting)."""
 
-    services: Any = None
+    services: Services | None = None
     agent: AgentConfig | None = None
 
     def __call__(self, node: Callable[..., Any]) -> Callable[..., Any]:
@@ -32,7 +33,7 @@ class HostDefaults:
         return _with_defaults(node, self.services, self.agent)
 
 
-def _with_defaults(node: Callable[..., Any], services: Any, agent: AgentConfig | None) -> Callable[..., Any]:
+def _with_defaults(node: Callable[..., Any], services: Services | None, agent: AgentConfig | None) -> Callable[..., Any]:
     async def run(state: Any, runtime: Runtime[RunContext]) -> Any:
         context = context_of(runtime)
         missing: dict[str, Any] = {}

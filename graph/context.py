@@ -8,15 +8,18 @@ the code that hosts the run (CLI, HTTP service, a parent graph).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 
 from ragline.graph.request import AgentConfig
+from ragline.services import Services
 
 EventSink = Callable[[Any], None]
+Inbox = Callable[[], Awaitable[list[str]]]
 
 
 class ExclusiveSink:
@@ -43,18 +46,23 @@ class RunContext:
     agent_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools the assistant allows (graph/agent.py); empty offers every tool."})
     # Host-provided handles (not JSON): left out of the JSON schema, so Studio's context form shows
     # only what a person can set.
-    event_sink: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
-    cancel_event: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
-    services: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
-    inbox: SkipJsonSchema[Any] = field(default=None, repr=False, metadata={"description": "Async callable returning the messages sent while the run runs (agent mode injects them at its next step)."})
+    event_sink: SkipJsonSchema[EventSink | None] = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
+    cancel_event: SkipJsonSchema[InstanceOf[threading.Event] | None] = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
+    services: SkipJsonSchema[InstanceOf[Services] | None] = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
+    inbox: SkipJsonSchema[Inbox | None] = field(default=None, repr=False, metadata={"description": "Async callable returning the messages sent while the run runs (agent mode injects them at its next step)."})
 
     def answer_metadata(self) -> dict[str, Any]:
         """What the answer's message records of the run: the assistant (and version) it ran with."""
         return {"assistant_id": self.assistant_id, "assistant_version": self.assistant_version} if self.assistant_id else {}
 
+    def cancel(self) -> None:
+        """Ask the run to stop: its stages check before the next model call (and the host cancels it after a grace)."""
+        if self.cancel_event is None:
+            self.cancel_event = threading.Event()
+        self.cancel_event.set()
+
     def is_cancelled(self) -> bool:
-        event = self.cancel_event
-        return isinstance(event, threading.Event) and event.is_set()
+        return self.cancel_event is not None and self.cancel_event.is_set()
 
 
 def context_of(runtime: Any) -> RunContext:

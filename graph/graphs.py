@@ -41,6 +41,7 @@ from ragline.nodes.fallback import fallback
 from ragline.nodes.into_chat_message import into_chat_message
 from ragline.nodes.load_history import load_history
 from ragline.nodes.memory_recall import memory_recall
+from ragline.services import Services
 
 Graph = CompiledStateGraph[PipelineState, RunContext, PipelineInput, PipelineOutput]  # a compiled pipeline
 FALLBACK = "fallback"  # the node that answers "nothing found"; message edits are written as its update
@@ -153,7 +154,7 @@ PRESETS: dict[str, Callable[..., Graph]] = {
 GRAPH_NAMES = ("ragline", CHAT_GRAPH, *PRESETS)
 
 
-def build_graph(preset: str = "ragline", *, checkpointer: Any = None, services: Any = None, agent: Any = None,
+def build_graph(preset: str = "ragline", *, checkpointer: Any = None, services: Services | None = None, agent: Any = None,
                 knowledge_bases: Sequence[str] = ()) -> Graph:
     """A compiled pipeline.
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ragline import defaults
 from ragline.models import local_engine
-from ragline.models.local_engine import PROVIDER
+from ragline.models.local_engine import PROVIDER, LocalEngines, LocalModelError
 from ragline.models.openai_stream import OpenAIStreamClient, serves_directly
 from ragline.models.retry import RetryPolicy, count_retry, is_transient, litellm_module, wait_before_retry, with_retries
 from ragline.models.think import Part as ChatDelta
@@ -119,10 +119,12 @@ class ChatClient:
     """One chat model; construct once, call many times."""
 
     def __init__(self, model: str, api_base: str | None = None, api_key: str | None = None, timeout: float = defaults.CHAT_TIMEOUT_S,
-                 retry: RetryPolicy = RetryPolicy(), direct: bool | None = None) -> None:
+                 retry: RetryPolicy = RetryPolicy(), direct: bool | None = None, engines: LocalEngines | None = None) -> None:
         """`direct`: read the provider with models/openai_stream.py (True), through litellm (False),
-        or whichever fits the model (None: direct for an OpenAI-compatible server)."""
+        or whichever fits the model (None: direct for an OpenAI-compatible server). `engines`: the
+        root's local engines (`Services.local_engines`), which a `ragline/` model runs on."""
         self.model = model
+        self.engines = engines
         self.api_base = api_base
         self.api_key = api_key
         self.timeout = timeout
@@ -156,6 +158,11 @@ class ChatClient:
         """Whether the model can be given tools through this client (every litellm model may try; not the local one)."""
         return not self.is_local
 
+    def _engine(self) -> local_engine.LocalChatEngine:
+        if self.engines is None:
+            raise LocalModelError(f"{self.model} runs on the local engines of a Services: build the client with Services.chat()")
+        return self.engines.chat(self.model)
+
     def check_tools(self) -> None:
         """Raise ToolCallingUnsupported when this model cannot be given tools."""
         if not self.supports_tools:
@@ -164,7 +171,7 @@ class ChatClient:
     async def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens of each text as this model reads them: exact for the local model, litellm's count otherwise."""
         if self.is_local:
-            return await asyncio.to_thread(local_engine.chat_engine(self.model).count_tokens, texts)
+            return await asyncio.to_thread(self._engine().count_tokens, texts)
         litellm = await litellm_module()
         return [litellm.token_counter(model=self.model, text=text) for text in texts]
 
@@ -173,7 +180,7 @@ class ChatClient:
         """(content, provider reasoning, finish reason, usage, tool calls) of one call."""
         calls = ToolCallAccumulator()
         if self.is_local:  # straight to llama.cpp: no litellm import on the embedded default's path
-            engine = local_engine.chat_engine(self.model)
+            engine = self._engine()
             result = await local_engine.complete(engine, messages, local_engine.completion_kwargs(options.litellm_kwargs()))
             choice = result["choices"][0]
             return choice["message"].get("content") or "", "", choice.get("finish_reason"), result.get("usage"), ()
@@ -215,7 +222,7 @@ class ChatClient:
         )
 
     async def _local_chunks(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[tuple[str, str, str | None, Any]]:
-        engine = local_engine.chat_engine(self.model)
+        engine = self._engine()
         async for part in local_engine.stream_parts(engine, messages, local_engine.completion_kwargs(options.litellm_kwargs())):
             choice = part["choices"][0]
             yield "", choice.get("delta", {}).get("content") or "", choice.get("finish_reason"), None

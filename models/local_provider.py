@@ -17,7 +17,7 @@ import litellm
 from litellm.llms.custom_llm import CustomLLM
 from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse
 
-from ragline.models.local_engine import EMBEDDING_ENGINE, PROVIDER, chat_engine, completion_kwargs, stream_parts
+from ragline.models.local_engine import EMBEDDING_ENGINE, PROVIDER, LocalEngines, completion_kwargs, stream_parts
 
 litellm.suppress_debug_info = True  # errors reach the user as one line of ours, not litellm banners
 
@@ -40,8 +40,9 @@ def _model(model: str) -> str:
     return model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
 
 
-def _stream_chunks(model: str, messages: list, optional_params: dict, stop: threading.Event) -> Iterator[GenericStreamingChunk]:
-    with closing(chat_engine(_model(model)).generate(messages, completion_kwargs(optional_params), stream=True)) as parts:
+def _stream_chunks(engines: LocalEngines, model: str, messages: list, optional_params: dict,
+                   stop: threading.Event) -> Iterator[GenericStreamingChunk]:
+    with closing(engines.chat(_model(model)).generate(messages, completion_kwargs(optional_params), stream=True)) as parts:
         for part in parts:
             if stop.is_set():
                 break
@@ -49,12 +50,16 @@ def _stream_chunks(model: str, messages: list, optional_params: dict, stop: thre
 
 
 class LocalProvider(CustomLLM):
-    """litellm custom provider: `ragline/<name>` chat and embedding models."""
+    """litellm custom provider: `ragline/<name>` chat and embedding models, on one root's engines."""
+
+    def __init__(self, engines: LocalEngines) -> None:
+        super().__init__()
+        self.engines = engines
 
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         optional_params = kwargs.get("optional_params") or {}
         model_response: ModelResponse = kwargs["model_response"]
-        (result,) = chat_engine(_model(model)).generate(messages, completion_kwargs(optional_params), stream=False)
+        (result,) = self.engines.chat(_model(model)).generate(messages, completion_kwargs(optional_params), stream=False)
         choice = result["choices"][0]
         model_response.choices[0].message.content = choice["message"].get("content") or ""
         model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
@@ -67,12 +72,12 @@ class LocalProvider(CustomLLM):
         return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
     def streaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Iterator[GenericStreamingChunk]:
-        yield from _stream_chunks(model, messages, kwargs.get("optional_params") or {}, threading.Event())
+        yield from _stream_chunks(self.engines, model, messages, kwargs.get("optional_params") or {}, threading.Event())
 
     async def astreaming(  # type: ignore[override]  # litellm passes its many arguments by keyword: taken as **kwargs
         self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> AsyncIterator[GenericStreamingChunk]:
-        async for part in stream_parts(chat_engine(_model(model)), messages, completion_kwargs(kwargs.get("optional_params") or {})):
+        async for part in stream_parts(self.engines.chat(_model(model)), messages, completion_kwargs(kwargs.get("optional_params") or {})):
             yield _generic_chunk(part)
 
     def embedding(self, model: str, input: list, model_response: EmbeddingResponse, *args: Any, **kwargs: Any) -> EmbeddingResponse:
@@ -91,18 +96,12 @@ class LocalProvider(CustomLLM):
         return await asyncio.to_thread(self.embedding, model, input, model_response, *args, **kwargs)
 
 
-_registered = False
-
-
-def register_local_provider() -> None:
-    """Make `ragline/...` model strings resolve to the local engines in litellm (idempotent)."""
-    global _registered
-    if _registered:
-        return
+def register_local_provider(engines: LocalEngines) -> None:
+    """Make `ragline/...` model strings resolve to these local engines in litellm (`Services.local_engines`);
+    litellm's provider map is global, so the last root registered serves them."""
     litellm.custom_provider_map = [
         entry for entry in litellm.custom_provider_map if entry.get("provider") != PROVIDER
-    ] + [{"provider": PROVIDER, "custom_handler": LocalProvider()}]
+    ] + [{"provider": PROVIDER, "custom_handler": LocalProvider(engines)}]
     from litellm.utils import custom_llm_setup
 
     custom_llm_setup()
-    _registered = True

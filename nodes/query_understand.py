@@ -35,7 +35,7 @@ from ragline.graph.state import PipelineState, QueryIntent, needs_retrieval
 from ragline.models.chat import ChatModelError, ChatOptions, Message
 from ragline.models.embeddings import EmbeddingError
 from ragline.services import Services, services_of
-from ragline.settings import Settings, get_settings
+from ragline.settings import Settings
 
 # Structured output where the provider supports it: small local models follow a schema reliably
 # (llama.cpp constrains decoding to it) where a prose instruction alone loops or drifts.
@@ -77,7 +77,7 @@ def candidate_models(request: PipelineRequest, settings: Settings) -> list[str |
     return [small, request.chat_model] if small else [request.chat_model]
 
 
-def build_messages(state: PipelineState, settings: Settings | None = None, conversation: str = NO_CONVERSATION) -> list[Message]:
+def build_messages(state: PipelineState, settings: Settings, conversation: str = NO_CONVERSATION) -> list[Message]:
     """The rewrite prompt: system (fixed, so the prompt cache keeps it) and user (conversation + question)."""
     request = state["request"]
     template = prompts.get("rewrite")
@@ -90,7 +90,7 @@ def build_messages(state: PipelineState, settings: Settings | None = None, conve
     system = prompts.render(request.rewrite_prompt_system or template.text("system"), **values)
     user_text = prompts.render(request.rewrite_prompt_user or template.text("user"), **values)
     user: Any = user_text
-    if request.images and vision_model(request, settings or get_settings()):
+    if request.images and vision_model(request, settings):
         user = [{"type": "text", "text": user_text}] + [
             {"type": "image_url", "image_url": {"url": image.url}} for image in request.images
         ]

@@ -24,6 +24,7 @@ from ragline.settings import Settings, get_settings
 if TYPE_CHECKING:
     import redis
     from langgraph.store.base import BaseStore
+    from redis.asyncio import Redis as AsyncRedis
 
     from ragline.entities.store import GraphStore
     from ragline.generation.intents import ExemplarIntents
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ragline.memory.service import MemoryService
     from ragline.models.chat import ChatClient
     from ragline.models.embeddings import Embedder
+    from ragline.models.local_engine import LocalEngines
     from ragline.models.rerank import Reranker
     from ragline.retrieval.stack import RetrievalStack
     from ragline.retrieval.types import Knowledge, KnowledgeBase
@@ -208,7 +210,7 @@ class Services:
         from ragline.models.chat import ChatClient
 
         settings = self.settings
-        vision = ChatClient(settings.vlm_model, settings.vlm_api_base, settings.vlm_api_key) if settings.vlm_model else None
+        vision = ChatClient(settings.vlm_model, settings.vlm_api_base, settings.vlm_api_key, engines=self.local_engines) if settings.vlm_model else None
         return self._once("images", lambda: ImageIndexer(open_image_store(settings.data_dir / "images", self.shared_redis),
                                                          vision=vision, embedder=self.image_embedder))
 
@@ -225,7 +227,27 @@ class Services:
         return self._once("shared_redis", lambda: redis.Redis.from_url(url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT_S,
                                                                         socket_connect_timeout=defaults.REDIS_CONNECT_TIMEOUT_S))
 
+    def redis_async(self, purpose: str, *, decode: bool = True) -> AsyncRedis:
+        """An asyncio client on the shared Redis for one purpose ("runs", "limits", "jobs", "events"),
+        with a pool of its own: blocking stream reads of one purpose never hold the connections
+        another needs. Made on first use, closed with the services; raises without redis_url."""
+        url = self.settings.redis_url
+        if not url:
+            raise ValueError(f"Redis is needed for {purpose} but RAGLINE_REDIS_URL is not set")
+        from redis.asyncio import Redis
+
+        from ragline.checkpoints.savers import redis_pool
+
+        return self._once(f"redis_async:{purpose}:{decode}", lambda: Redis(connection_pool=redis_pool(url, decode_responses=decode)))
+
     # --- models ---
+
+    @property
+    def local_engines(self) -> LocalEngines:
+        """The local chat models, loaded and run as these settings say (shared with roots configured alike)."""
+        from ragline.models.local_engine import LocalChatConfig, LocalEngines
+
+        return self._once("local_engines", lambda: LocalEngines.for_config(LocalChatConfig.from_settings(self.settings)))
 
     @property
     def intents(self) -> ExemplarIntents:
@@ -244,10 +266,10 @@ class Services:
         if model is None or model == configured:
             direct = None if self.settings.chat_direct else False
             return self._once("chat", lambda: ChatClient(configured, self.settings.chat_api_base, self.settings.chat_api_key, timeout, retry,
-                                                         direct))
+                                                         direct, engines=self.local_engines))
         if model == self.settings.vlm_model:  # the vision model that reads a question's images
-            return ChatClient(model, self.settings.vlm_api_base, self.settings.vlm_api_key, timeout, retry)
-        return ChatClient(model, timeout=timeout, retry=retry)
+            return ChatClient(model, self.settings.vlm_api_base, self.settings.vlm_api_key, timeout, retry, engines=self.local_engines)
+        return ChatClient(model, timeout=timeout, retry=retry, engines=self.local_engines)
 
     def reranker(self, model: str | None = None) -> Reranker | None:
         """The request's rerank model, else the configured one; None means no reranker (the offline default)."""
@@ -315,16 +337,18 @@ class Services:
         return thread
 
     async def aclose(self) -> None:
-        """Close what was opened (the memory store's file, the graph store's and shared Redis' connections, the
-        chat models' connection pools); stop wiki rebuilds."""
+        """Close what was opened (the memory store's file, the graph store's and every Redis client's
+        connections, the chat models' connection pools); stop wiki rebuilds."""
         if "ragline.models.openai_stream" in sys.modules:  # a command that called no model imports none to close
             await sys.modules["ragline.models.openai_stream"].close_sessions()
         wiki = self._lazies.get("wiki")
         if wiki is not None and wiki.opened is not None:
             await wiki.opened.aclose()
-        for name in ("memory_store", "graph_store", "shared_redis"):
+        async_clients = [name for name in self._lazies if name.startswith("redis_async:")]
+        for name in ("memory_store", "graph_store", "shared_redis", *async_clients):
             lazy = self._lazies.get(name)
-            closer = getattr(lazy.opened if lazy is not None else None, "close", None)
+            opened = lazy.opened if lazy is not None else None
+            closer = getattr(opened, "aclose" if name in async_clients else "close", None)
             if not callable(closer):
                 continue
             try:

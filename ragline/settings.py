@@ -103,7 +103,8 @@ class Settings(BaseSettings, RetrievalFields):
     local_chat_extra_buffers: bool | None = Field(
         None, description="llama.cpp's extra weight buffers (repacked weights, AMX kernels). Default: on, except on CPUs that "
         "advertise AMX, where the virtual machines Ragline is tested on kill the process at the first AMX instruction (SIGILL).")
-    local_prompt_cache: bool = Field(True, description="Keep the KV state of fixed prompt prefixes (system prompt, citation protocol), in memory and under data_dir/cache.")
+    local_prompt_cache: bool = Field(True, description="Keep the KV state of fixed prompt prefixes (system prompt, citation protocol), in memory and under the models directory (prompt-kv/).")
+    local_models_dir: Path | None = Field(None, description="Where the local models are assembled and their prompt cache kept; default: data_dir/models. Several data directories can share one.")
 
     # web search + web_fetch (ragline.web)
     web_search_provider: str = Field("duckduckgo", description="Web search provider: duckduckgo (HTML, no key) or searxng (JSON).")
@@ -159,7 +160,7 @@ class Settings(BaseSettings, RetrievalFields):
 
     @property
     def models_dir(self) -> Path:
-        return self.data_dir / "models"
+        return self.local_models_dir or self.data_dir / "models"
 
 
 @lru_cache(maxsize=1)

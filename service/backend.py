@@ -22,7 +22,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from ragline.checkpoints.redis_streams import RedisStreamManager
 from ragline.checkpoints.savers import (
     memory_saver,
-    redis_pool,
     redis_saver,
     sqlite_saver,
 )
@@ -46,6 +45,7 @@ from ragline.settings import Settings
 
 if TYPE_CHECKING:
     from ragline.graph.agent import AgentGraph
+    from ragline.services import Services
 
 
 class BackendConfigError(ValueError):
@@ -90,10 +90,12 @@ class Backend:
 
 
 @asynccontextmanager
-async def open_backend(settings: Settings, graph_name: str = "ragline") -> AsyncIterator[Backend]:
+async def open_backend(services: Services, graph_name: str = "ragline") -> AsyncIterator[Backend]:
+    """The run backend of the root `services`, on its settings and its Redis client for runs."""
     from ragline.graph.agent import build_agent_graph
     from ragline.graph.graphs import build_graph
 
+    settings = services.settings
     checkpoints, streams_kind = checkpointer_kind(settings), stream_kind(settings)
     needs_redis = "redis" in (checkpoints, streams_kind)
     if needs_redis and not settings.redis_url:
@@ -102,10 +104,7 @@ async def open_backend(settings: Settings, graph_name: str = "ragline") -> Async
     async with AsyncExitStack() as stack:
         redis: Any = None
         if needs_redis:
-            from redis.asyncio import Redis
-
-            redis = Redis(connection_pool=redis_pool(url, decode_responses=True))
-            stack.push_async_callback(redis.aclose)
+            redis = services.redis_async("runs")
             await redis.ping()
         service_dir = settings.data_dir / "service"
         sessions: SessionStore
@@ -141,19 +140,15 @@ def assistant_store(checkpoints: str, settings: Settings, redis: Any) -> Assista
 
 
 @asynccontextmanager
-async def open_assistant_store(settings: Settings) -> AsyncIterator[AssistantStore]:
+async def open_assistant_store(services: Services) -> AsyncIterator[AssistantStore]:
     """The store `ragline serve` with these settings keeps its assistants in, for a host without
     the rest of the backend (the CLI)."""
+    settings = services.settings
     kind = checkpointer_kind(settings)
     if kind == "redis" and not settings.redis_url:
         raise BackendConfigError("Redis was chosen for checkpoints but RAGLINE_REDIS_URL is not set")
     async with AsyncExitStack() as stack:
-        redis: Any = None
-        if kind == "redis":
-            from redis.asyncio import Redis
-
-            redis = Redis(connection_pool=redis_pool(settings.redis_url or "", decode_responses=True))
-            stack.push_async_callback(redis.aclose)
+        redis = services.redis_async("runs") if kind == "redis" else None
         store = assistant_store(kind, settings, redis)
         stack.push_async_callback(store.aclose)
         yield store

@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from ragline.checkpoints.streams import StreamManager
 from ragline.service.access import NotFoundError
@@ -22,7 +21,6 @@ from ragline.service.ingest_job import IngestJob
 from ragline.service.job_queue import JobQueue, LocalJobQueue, RedisJobQueue, run_worker
 from ragline.service.jobs import FileJobStore, JobRecord, JobState, JobStore, MemoryJobStore, RedisJobStore
 from ragline.services import Services
-from ragline.settings import Settings
 
 
 @dataclass
@@ -61,23 +59,21 @@ class JobService:
         return stored
 
 
-def redis_jobs(settings: Settings, streams: StreamManager, services: Services) -> tuple[Any, RedisJobStore, RedisJobQueue, IngestJob]:
-    """The shared-mode parts over one bytes client (uploads are bytes; saq reads bytes): for the
-    service and for `ragline worker` alike. The caller closes the client."""
-    from redis.asyncio import Redis
-
-    from ragline.checkpoints.savers import redis_pool
-
-    client = Redis(connection_pool=redis_pool(settings.redis_url or ""))
+def redis_jobs(services: Services, streams: StreamManager) -> tuple[RedisJobStore, RedisJobQueue, IngestJob]:
+    """The shared-mode parts over the root's bytes client for jobs (uploads are bytes; saq reads
+    bytes): for the service and for `ragline worker` alike."""
+    settings = services.settings
+    client = services.redis_async("jobs", decode=False)
     store = RedisJobStore(client)
     runner = IngestJob(store, streams, lambda: services.ingestion, settings.job_heartbeat_s, settings.job_stall_s)
-    return client, store, RedisJobQueue(client, settings), runner
+    return store, RedisJobQueue(client, settings), runner
 
 
 @asynccontextmanager
-async def open_jobs(settings: Settings, streams: StreamManager, services: Services, *, shared: bool) -> AsyncIterator[JobService]:
+async def open_jobs(services: Services, streams: StreamManager, *, shared: bool) -> AsyncIterator[JobService]:
+    settings = services.settings
     if shared:
-        client, store, redis_queue, runner = redis_jobs(settings, streams, services)
+        store, redis_queue, runner = redis_jobs(services, streams)
         jobs = JobService(store, streams, redis_queue, runner, shared=True)
         stop = asyncio.Event()
         worker = (asyncio.create_task(run_worker(redis_queue, runner, settings, stop=stop, handle_signals=False))
@@ -89,7 +85,6 @@ async def open_jobs(settings: Settings, streams: StreamManager, services: Servic
             if worker is not None:
                 await asyncio.gather(worker, return_exceptions=True)
             await redis_queue.aclose()
-            await client.aclose()
         return
     local_store: JobStore = MemoryJobStore() if checkpointer_kind(settings) == "memory" else FileJobStore(settings.data_dir / "jobs")
     runner = IngestJob(local_store, streams, lambda: services.ingestion, settings.job_heartbeat_s, settings.job_stall_s)

@@ -16,9 +16,12 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from redis.exceptions import RedisError
+
+if TYPE_CHECKING:
+    from ragline.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -188,8 +191,7 @@ class RedisKeyLimiter:
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._renewer
-        await self.redis.aclose()
+                await self._renewer  # the client is the root's (Services.redis_async): it closes it
 
     def _leases(self, key: str) -> str:
         return f"{self.prefix}:streams:{key}"
@@ -204,14 +206,11 @@ class RedisKeyLimiter:
                         await self._renew(keys=[self._leases(key)], args=[self.lease_s, *leases])
 
 
-def open_limiter(settings: Any) -> Limiter:
+def open_limiter(services: Services) -> Limiter:
     """Counted in Redis when the deployment shares one (redis_url), else in this process."""
+    settings = services.settings
     if not settings.redis_url:
         return KeyLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst, settings.max_streams_per_key)
-    from redis.asyncio import Redis
-
-    from ragline.checkpoints.savers import redis_pool
-
-    client = Redis(connection_pool=redis_pool(settings.redis_url, decode_responses=True))
-    return RedisKeyLimiter(client, settings.rate_limit_per_minute, settings.rate_limit_burst, settings.max_streams_per_key)
+    return RedisKeyLimiter(services.redis_async("limits"), settings.rate_limit_per_minute, settings.rate_limit_burst,
+                           settings.max_streams_per_key)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -41,6 +41,9 @@ from ragline.service.mcp_tools import AnswerReference, Seen, fold
 from ragline.service.openai_sessions import Turn
 from ragline.service.openai_wire import ASSISTANT_MODEL_PREFIX, KB_MODEL_PREFIX, PIPELINE_MODEL, ChatCompletionRequest
 from ragline.service.registry import RunRecord
+
+if TYPE_CHECKING:
+    from ragline.models.local_engine import LocalEngines
 
 WAIT_SLICE_S = 1.0  # one blocking read of the stream; a quiet stream gets a heartbeat between reads
 PER_QUESTION = ("query", "images")
@@ -259,19 +262,18 @@ class DoorTurn:
 # --- usage ---
 
 
-def _count(model: str, texts: list[str]) -> list[int]:
+def _count(engines: LocalEngines, model: str, texts: list[str]) -> list[int]:
     """Tokens of each text as `model` reads them (blocking: litellm's first import takes seconds)."""
-    from ragline.models import local_engine
     from ragline.models.retry import import_litellm
 
     if model.startswith("ragline/"):
-        return local_engine.chat_engine(model).count_tokens(texts)
+        return engines.chat(model).count_tokens(texts)
     litellm = import_litellm()
     return [litellm.token_counter(model=model, text=text) if text else 0 for text in texts]
 
 
-async def usage(model: str, prompt: list[str], completion: list[str]) -> dict[str, int]:
-    sizes = await asyncio.to_thread(_count, model, [*prompt, *completion])
+async def usage(engines: LocalEngines, model: str, prompt: list[str], completion: list[str]) -> dict[str, int]:
+    sizes = await asyncio.to_thread(_count, engines, model, [*prompt, *completion])
     prompt_tokens, completion_tokens = sum(sizes[: len(prompt)]), sum(sizes[len(prompt) :])
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
 

@@ -191,7 +191,7 @@ class RunManager:
     def _cancel(self, run: Run) -> None:
         if run.cancelled:
             return
-        run.context.cancel_event.set()
+        run.context.cancel()
         asyncio.get_running_loop().call_later(defaults.STOP_GRACE_S, self._cancel_hard, run)
 
     def _cancel_hard(self, run: Run) -> None:
@@ -226,7 +226,7 @@ class RunManager:
                 self._runs.pop(record.message_id, None)
                 raise  # another replica holds (or will take over) the run
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
-            run.context.cancel_event.set()  # cancelled hard: a stop, or the shutdown of an in-process run
+            run.context.cancel()  # cancelled hard: a stop, or the shutdown of an in-process run
         except FenceLost:  # a stage's event was refused (StageEvents.delivered): another replica holds the run
             self._runs.pop(record.message_id, None)
             raise asyncio.CancelledError from None
@@ -317,7 +317,7 @@ class RunManager:
             run.already_complete = True
             return _SKIP
         if run.transcript.stopped or await self.backend.registry.stop_requested([record.message_id]):
-            run.context.cancel_event.set()
+            run.context.cancel()
             return _SKIP
         state = await threads.snapshot(run.driver.graph, record.session_id)  # the run's own graph: its pending tasks
         turn = state.values.get("turn")

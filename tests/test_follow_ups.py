@@ -53,9 +53,10 @@ def _state(history: HistoryTurn, question: str) -> dict:
 
 
 def _calls() -> int:
-    from ragline.models.local_engine import chat_engine
+    from ragline.services import Services
+    from ragline.settings import get_settings
 
-    return len(chat_engine(LOCAL_CHAT_MODEL).recent_calls)
+    return len(Services(get_settings()).local_engines.chat(LOCAL_CHAT_MODEL).recent_calls)
 
 
 @pytest.mark.parametrize("name", REFERRING)
@@ -82,12 +83,13 @@ async def test_a_follow_up_that_stands_on_its_own_is_searched_as_written_without
 
 
 async def test_the_rewrite_prompt_prefix_comes_from_the_prompt_cache_on_a_second_follow_up():
-    from ragline.models.local_engine import chat_engine
     from ragline.nodes.query_understand import query_understand
+    from ragline.services import Services
+    from ragline.settings import get_settings
 
     await query_understand(_state(BATTERY, "And how long does it last?"), node_runtime())
     await query_understand(_state(WARRANTY, "Are batteries covered by it?"), node_runtime())
-    last = chat_engine(LOCAL_CHAT_MODEL).recent_calls[-1]
+    last = Services(get_settings()).local_engines.chat(LOCAL_CHAT_MODEL).recent_calls[-1]
     assert last.cached_tokens >= 150  # the rewrite's system prompt and instructions, not prefilled again
     assert last.prompt_tokens - last.cached_tokens <= 120  # the conversation and the question only
 

@@ -8,12 +8,22 @@ import pytest
 
 from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
-from ragline.settings import LOCAL_CHAT_MODEL
+from ragline.services import Services
+from ragline.settings import LOCAL_CHAT_MODEL, Settings, get_settings
 from tests.nodes.helpers import answer_text, node_runtime, of_type, run_turn
 
 pytestmark = pytest.mark.local_model
 
 OFFLINE = {"no_proxy": "", "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}  # any network use fails fast
+
+
+def _engines():
+    """The local engines of a root built from this test session's settings."""
+    return Services(get_settings()).local_engines
+
+
+def _client():
+    return Services(get_settings()).chat(LOCAL_CHAT_MODEL)
 
 
 def _local_env():
@@ -66,12 +76,13 @@ def test_the_local_answer_path_never_imports_litellm():
     """litellm takes seconds to import; `ragline ask` on the embedded default must not pay for it."""
     code = (
         "import asyncio, sys\n"
-        "from ragline.models.chat import ChatClient, ChatOptions\n"
+        "from ragline.models.chat import ChatOptions\n"
         "from ragline.models.embeddings import Embedder\n"
-        "from ragline.settings import LOCAL_CHAT_MODEL, LOCAL_EMBEDDING_MODEL\n"
+        "from ragline.services import Services\n"
+        "from ragline.settings import LOCAL_CHAT_MODEL, LOCAL_EMBEDDING_MODEL, Settings\n"
         "async def main():\n"
         "    await Embedder(LOCAL_EMBEDDING_MODEL).embed_query('battery')\n"
-        "    await ChatClient(LOCAL_CHAT_MODEL).chat([{'role': 'user', 'content': 'hi'}], ChatOptions(max_tokens=2))\n"
+        "    await Services(Settings()).chat(LOCAL_CHAT_MODEL).chat([{'role': 'user', 'content': 'hi'}], ChatOptions(max_tokens=2))\n"
         "    print('litellm' in sys.modules)\n"
         "asyncio.run(main())\n"
     )
@@ -85,16 +96,15 @@ async def test_litellm_still_reaches_the_local_model_as_the_ragline_provider():
 
     from ragline.models.local_provider import register_local_provider
 
-    register_local_provider()
+    register_local_provider(_engines())
     response = await litellm.acompletion(model=LOCAL_CHAT_MODEL, messages=[{"role": "user", "content": "Say OK."}], max_tokens=4, temperature=0)
     assert response.choices[0].message.content
 
 
 def test_a_fixed_prefix_is_evaluated_once_and_restored_with_the_same_answer(tmp_path):
-    from ragline.models.local_engine import chat_engine
     from ragline.models.prompt_cache import MIN_PREFIX_TOKENS, PrefixCache
 
-    engine = chat_engine(LOCAL_CHAT_MODEL)
+    engine = _engines().chat(LOCAL_CHAT_MODEL)
     llm = engine.get()
     system = {"role": "system", "content": "You are a terse assistant for the Aurora weather station. " * 6}
     ask = [system, {"role": "user", "content": "Name one thing a weather station measures."}]
@@ -119,29 +129,45 @@ def test_a_fixed_prefix_is_evaluated_once_and_restored_with_the_same_answer(tmp_
 
 
 async def test_the_engine_counts_cached_prompt_tokens_on_the_second_answer():
-    from ragline.models.chat import ChatClient, ChatOptions
-    from ragline.models.local_engine import chat_engine
+    from ragline.models.chat import ChatOptions
 
-    client = ChatClient(LOCAL_CHAT_MODEL)
+    client = _client()
     system = {"role": "system", "content": "You answer questions about the Aurora weather station in one short sentence. " * 4}
     for question in ("What does it measure?", "Where is it made?"):
         await client.chat([system, {"role": "user", "content": question}], ChatOptions(max_tokens=4, temperature=0))
-    last = chat_engine(LOCAL_CHAT_MODEL).recent_calls[-1]
+    last = _engines().chat(LOCAL_CHAT_MODEL).recent_calls[-1]
     assert last.cached_tokens > 0 and last.prompt_tokens > last.cached_tokens
 
 
 async def test_the_local_model_counts_its_own_tokens():
-    from ragline.models.chat import ChatClient
-
-    english, chinese = await ChatClient(LOCAL_CHAT_MODEL).count_tokens(["The outdoor sensor runs on two AA batteries.", "极光气象站可以测量温度"])
+    english, chinese = await _client().count_tokens(["The outdoor sensor runs on two AA batteries.", "极光气象站可以测量温度"])
     assert 6 <= english <= 14 and 3 <= chinese <= 12
 
 
 async def test_an_unknown_local_model_is_a_clear_error_not_a_default():
-    from ragline.models.chat import ChatClient, ChatModelError
+    from ragline.models.chat import ChatModelError
 
     with pytest.raises(ChatModelError, match="unknown local chat model ragline/qwen9-huge.*ragline/qwen2.5-coder-1.5b-instruct"):
-        await ChatClient("ragline/qwen9-huge").chat([{"role": "user", "content": "hi"}])
+        await Services(get_settings()).chat("ragline/qwen9-huge").chat([{"role": "user", "content": "hi"}])
+
+
+async def test_a_local_model_without_a_root_is_a_clear_error():
+    from ragline.models.chat import ChatClient, ChatModelError
+
+    with pytest.raises(ChatModelError, match="local engines of a Services"):
+        await ChatClient(LOCAL_CHAT_MODEL).chat([{"role": "user", "content": "hi"}])
+
+
+def test_each_root_runs_the_local_model_as_its_own_settings_say(tmp_path):
+    """A Services built from other settings governs its engine (no process-wide settings read);
+    roots configured alike share one, so the weights load once."""
+    base = {"data_dir": tmp_path, "local_models_dir": tmp_path / "models"}
+    small, large = Services(Settings(**base, local_chat_context=1024)), Services(Settings(**base, local_chat_context=2048))
+    small_engine, large_engine = small.local_engines.chat(LOCAL_CHAT_MODEL), large.local_engines.chat(LOCAL_CHAT_MODEL)
+    assert (small_engine.config.context, large_engine.config.context) == (1024, 2048)
+    assert small_engine.config.models_dir == tmp_path / "models"
+    assert Services(Settings(**base, local_chat_context=1024)).local_engines is small.local_engines
+    assert small.chat(LOCAL_CHAT_MODEL).engines is small.local_engines
 
 
 @pytest.mark.parametrize(("setting", "amx", "extra"), [(None, True, False), (None, False, True), (True, True, True), (False, False, False)])
@@ -159,7 +185,7 @@ def test_the_model_loads_without_extra_buffers_on_an_amx_cpu(monkeypatch):
     import ragline.models.local_engine as engine
 
     monkeypatch.setattr(engine, "advertises_amx", lambda: True)
-    fresh = engine.LocalChatEngine(engine.QWEN_CODER_15B)
+    fresh = engine.LocalChatEngine(engine.QWEN_CODER_15B, engine.LocalChatConfig.from_settings(get_settings()))
     try:
         assert fresh.get().model_params.use_extra_bufts is False
     finally:

@@ -18,6 +18,7 @@ from ragline.commands.running import CLIError, describe_failure, run
 
 if TYPE_CHECKING:
     from ragline.graph.request import PipelineRequest
+    from ragline.models.local_engine import CallStats
     from ragline.services import Services
 
 OPTION_NAMES = {"query": "the question", "summary.max_tokens": "--max-tokens", "chat_model": "--model"}
@@ -59,7 +60,7 @@ async def _assistant_turn(args: argparse.Namespace, services: Services, query: s
     from ragline.service.backend import open_assistant_store
 
     try:
-        async with open_assistant_store(services.settings) as store:
+        async with open_assistant_store(services) as store:
             turn = await AssistantService(store, services).turn(Principal(args.tenant, args.user), args.assistant, _fields(args, query, kb_ids))
     except Exception as exc:
         if (message := describe(exc)) is None:
@@ -124,19 +125,18 @@ async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: 
         elif event.response_type == ResponseType.COMPLETE:
             completed = time.time()
     if getattr(args, "timings", False):
-        print(_timings(asked_at, first_token, completed), file=sys.stderr)
+        print(_timings(services.local_engines.recent_calls(), asked_at, first_token, completed), file=sys.stderr)
     return not printer.failed
 
 
-def _timings(asked_at: float, first_token: float | None, completed: float | None) -> str:
+def _timings(recent_calls: list[CallStats], asked_at: float, first_token: float | None, completed: float | None) -> str:
     """One line of where the time went, in seconds since the command started (and model-call figures)."""
-    from ragline.models.local_engine import recent_calls
 
     def since(moment: float | None) -> str:
         return f"{moment - STARTED_AT:.2f}" if moment else "-"
 
     parts = [f"question asked {since(asked_at)}"]
-    calls = [c for c in recent_calls() if c.called_at >= asked_at]
+    calls = [c for c in recent_calls if c.called_at >= asked_at]
     if calls:
         parts.append(f"first model call {since(calls[0].called_at)}")
         parts.append(f"model calls {len(calls)}, answer prompt {calls[-1].prompt_tokens} tokens ({calls[-1].cached_tokens} cached)")

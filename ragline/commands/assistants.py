@@ -169,7 +169,7 @@ async def with_service(handler: Handler, args: argparse.Namespace) -> int:
 
     services = Services.from_settings()
     try:
-        async with open_assistant_store(services.settings) as store:
+        async with open_assistant_store(services) as store:
             return await handler(args, AssistantService(store, services), Principal(args.tenant, args.user))
     except Exception as exc:
         if (message := describe(exc)) is None:

@@ -25,9 +25,10 @@ async def serve_stdio(settings: Settings, key: str | None) -> None:
     from ragline.api.auth import KeyRing
     from ragline.api.mcp import Caller, build_server, stdio_principal
     from ragline.api.services import open_services
+    from ragline.services import Services
 
     who = stdio_principal(KeyRing.from_settings(settings), key)  # refused before anything opens
-    async with open_services(settings) as svc:
+    async with open_services(Services.from_settings(settings)) as svc:
         server = build_server(lambda ctx: Caller(svc, who))
         await server.run_stdio_async()
 

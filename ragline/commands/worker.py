@@ -23,28 +23,22 @@ if TYPE_CHECKING:
 
 
 async def serve_jobs(settings: Settings) -> None:
-    from redis.asyncio import Redis
-
     from ragline.checkpoints.redis_streams import RedisStreamManager
-    from ragline.checkpoints.savers import redis_pool
     from ragline.service.job_queue import run_worker
     from ragline.service.job_service import redis_jobs
     from ragline.services import Services
 
     services = Services.from_settings(settings)
     warm_up = services.start_warm_up()
-    text = Redis(connection_pool=redis_pool(settings.redis_url or "", decode_responses=True))  # progress events
-    streams = RedisStreamManager(text)
-    client, _store, queue, runner = redis_jobs(settings, streams, services)
+    streams = RedisStreamManager(services.redis_async("events"))  # progress events
+    _store, queue, runner = redis_jobs(services, streams)
     try:
-        await client.ping()
+        await queue.redis.ping()
         await asyncio.to_thread(_ready_to_ingest, services, warm_up)
         await run_worker(queue, runner, settings)
     finally:
         await queue.aclose()
         await streams.aclose()
-        await client.aclose()
-        await text.aclose()
         await services.aclose()
 
 

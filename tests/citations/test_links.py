@@ -2,7 +2,7 @@
 
 import re
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragline.citations.links import REMOVED, LinkGuard
@@ -29,6 +29,7 @@ ANSWER = st.lists(st.sampled_from(["See ", "https://evil.example/a", "[docs](", 
 
 
 @given(ANSWER, st.lists(st.integers(1, 12), max_size=40))
+@example(["[docs](", "\n", "https://evil.example/a", ") "], [8])  # a newline after "](" still opens a link
 @settings(max_examples=200, deadline=None)
 def test_a_streamed_answer_comes_out_as_the_whole_text_would(pieces, cuts):
     guard = LinkGuard(SOURCES)

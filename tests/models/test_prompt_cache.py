@@ -19,10 +19,10 @@ def test_the_common_prefix_is_the_longest_shared_start(first, second):
 def test_a_follow_up_restores_the_system_prompt_state_and_stores_no_conversation(tmp_path):
     """Earlier rounds between the system prompt and the question are prefilled like the question:
     a prefix holding them would be stored for one call, and miss the system prompt's own state."""
-    from ragline.models.local_engine import chat_engine
-    from ragline.settings import LOCAL_CHAT_MODEL
+    from ragline.services import Services
+    from ragline.settings import LOCAL_CHAT_MODEL, get_settings
 
-    engine = chat_engine(LOCAL_CHAT_MODEL)
+    engine = Services(get_settings()).local_engines.chat(LOCAL_CHAT_MODEL)
     llm = engine.get()
     system = {"role": "system", "content": "You answer questions about the Aurora weather station in one short sentence. " * 4}
     first = [system, {"role": "user", "content": "What batteries does the outdoor sensor use?"}]

@@ -7,7 +7,7 @@ from ragline.nodes.query_understand import (
     intent_prompt_override,
     query_understand,
 )
-from ragline.settings import get_settings
+from ragline.settings import Settings, get_settings
 from tests.nodes.helpers import node_runtime
 from tests.scripted_model import Reply
 
@@ -57,7 +57,7 @@ async def test_a_failing_small_model_falls_back_to_the_chat_model(scripted_model
 
 def test_request_rewrite_prompts_override_the_template():
     request = PipelineRequest(query="q", rewrite_prompt_system="SYS {language}", rewrite_prompt_user="USER {query}", language="German")
-    messages = build_messages(_state(request))
+    messages = build_messages(_state(request), Settings())
     assert [m["content"] for m in messages] == ["SYS German", "USER q"]
 
 
@@ -82,7 +82,7 @@ def test_agent_overrides_win_over_the_yaml_intent_prompts():
 
 def test_image_questions_go_to_the_vision_model_with_image_parts():
     request = PipelineRequest(query="what is this?", images=[{"url": "data:image/png;base64,AAAA"}], vlm_model="openai/vlm")
-    user = build_messages(_state(request))[1]["content"]
+    user = build_messages(_state(request), Settings())[1]["content"]
     assert user[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
 
 
@@ -133,8 +133,8 @@ async def test_the_rewrite_output_is_capped_at_a_short_json(scripted_model):
 
 
 def test_the_rewrite_system_prompt_is_the_same_on_every_turn_so_the_prompt_cache_keeps_it():
-    one = build_messages(_state(PipelineRequest(query="How tall is it?")), conversation="User: a\nAssistant: b")
-    two = build_messages(_state(PipelineRequest(query="电池能用多久？", language="Chinese")), conversation="(none)")
+    one = build_messages(_state(PipelineRequest(query="How tall is it?")), Settings(), conversation="User: a\nAssistant: b")
+    two = build_messages(_state(PipelineRequest(query="电池能用多久？", language="Chinese")), Settings(), conversation="(none)")
     assert one[0]["content"] == two[0]["content"]
 
 

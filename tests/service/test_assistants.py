@@ -254,8 +254,9 @@ async def test_a_run_taken_over_gets_its_assistant_back_from_the_run_record(redi
     taken = await registry.get("a1")  # what another replica reads back
     assert (taken.assistant_id, taken.assistant_version) == (used.id, 4)
     settings = Settings(checkpointer="memory", stream_manager="memory", redis_url=None)
-    async with open_backend(settings) as backend:
-        runs = RunManager(backend, Services(settings))
+    core = Services(settings)
+    async with open_backend(core) as backend:
+        runs = RunManager(backend, core)
         runs._launch(taken, PipelineRequest(query="q"), resume=True)
         context = runs._runs["a1"].context
         assert context.agent == used.config and context.answer_metadata() == {"assistant_id": used.id, "assistant_version": 4}

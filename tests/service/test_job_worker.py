@@ -83,12 +83,10 @@ def new_kb(settings: Settings, name: str, tenant: str = "acme") -> str:
 @contextlib.asynccontextmanager
 async def job_service(settings: Settings) -> AsyncIterator[JobService]:
     """The enqueuing side (what `ragline serve` holds in shared mode), without workers of its own."""
-    from redis.asyncio import Redis
-
-    text = Redis.from_url(settings.redis_url or "", decode_responses=True)
-    async with open_jobs(settings, RedisStreamManager(text), Services(settings), shared=True) as service:
+    core = Services(settings)
+    async with open_jobs(core, RedisStreamManager(core.redis_async("events")), shared=True) as service:
         yield service
-    await text.aclose()
+    await core.aclose()
 
 
 @pytest.fixture
