@@ -21,14 +21,17 @@ SCRIPTED = "openai/scripted"
 def _data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One data directory per test session (the local model is assembled into it once)."""
     path = Path(os.environ.get("RAGLINE_TEST_DATA_DIR") or tmp_path_factory.mktemp("ragline-data"))
-    previous = os.environ.get("RAGLINE_DATA_DIR")
+    previous = {name: os.environ.get(name) for name in ("RAGLINE_DATA_DIR", "RAGLINE_LOCAL_MODELS_DIR")}
     os.environ["RAGLINE_DATA_DIR"] = str(path)
+    # a test's own data directory shares the session's models: assembled once, loaded once (one engine configuration)
+    os.environ["RAGLINE_LOCAL_MODELS_DIR"] = previous["RAGLINE_LOCAL_MODELS_DIR"] or str(path / "models")
     get_settings.cache_clear()
     yield path
-    if previous is None:
-        os.environ.pop("RAGLINE_DATA_DIR", None)
-    else:
-        os.environ["RAGLINE_DATA_DIR"] = previous
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     get_settings.cache_clear()
 
 
