@@ -54,6 +54,8 @@ ROUTES = [
     Route(f"{S}/continue-stream", chat.continue_stream, methods=["GET"]),
     Route(f"{S}/stop", chat.stop, methods=["POST"]),
     Route(f"{S}/inject", chat.inject, methods=["POST"]),
+    Route(f"{S}/approvals", chat.approvals, methods=["GET"]),
+    Route(f"{S}/approvals", chat.approve, methods=["POST"]),
     # messages
     Route(f"{V1}/messages/search", messages.search_messages, methods=["GET"]),
     Route(f"{S}/messages", messages.list_messages, methods=["GET"]),

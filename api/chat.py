@@ -15,12 +15,24 @@ from starlette.responses import JSONResponse, Response
 from ragline.api import inputs, knowledge
 from ragline.api.errors import ApiError, NotFound, Unprocessable
 from ragline.api.openapi import doc
-from ragline.api.schemas import ChatRequest, ContinueQuery, InjectRequest, InjectResult, StopRequest, StopResult
+from ragline.api.schemas import (
+    ApprovalRequest,
+    ApprovalResult,
+    ChatRequest,
+    ContinueQuery,
+    InjectRequest,
+    InjectResult,
+    PendingApprovals,
+    StopRequest,
+    StopResult,
+    WaitingCall,
+)
 from ragline.api.services import AppServices, services
 from ragline.api.sse import follow, last_event_id, sse_response
 from ragline.graph.request import PipelineRequest
 from ragline.service.access import ConflictError, Principal
 from ragline.service.assistants import Assistant
+from ragline.service.registry import Decision
 
 TAG = "chat"
 SSE_ERRORS = (400, 401, 403, 404, 409, 422)
@@ -122,6 +134,35 @@ async def inject(request: Request) -> Response:
         raise ConflictError("nothing is being generated in this session to tell; ask a new question instead")
     await svc.runs.inject(record, body.content)
     return JSONResponse(InjectResult(message_id=record.assistant_message_id).model_dump(), status_code=202)
+
+
+@doc("Approve or deny a tool call an agent-mode answer waits on (owner only; tool_approval_required): it runs, or the agent is "
+     "told it was denied", TAG, body=ApprovalRequest, response=ApprovalResult, errors=(401, 403, 404, 409, 422))
+async def approve(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
+    body = await inputs.body(request, ApprovalRequest)
+    record = await svc.backend.registry.running_in(session.id)
+    if record is None or (body.message_id is not None and record.assistant_message_id != body.message_id):
+        raise ConflictError("nothing is being generated in this session, so no tool call waits for approval")
+    await svc.runs.decide(record, body.tool_call_id, Decision(body.approved, body.reason))
+    result = ApprovalResult(message_id=record.assistant_message_id, tool_call_id=body.tool_call_id, approved=body.approved)
+    return JSONResponse(result.model_dump(), status_code=202)
+
+
+@doc("The tool calls the running agent-mode answer waits on (owner only): what a client that reconnects must still "
+     "approve or deny", TAG, response=PendingApprovals, errors=(401, 403, 404))
+async def approvals(request: Request) -> Response:
+    svc = services(request)
+    who = svc.authenticate(request)
+    session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
+    record = await svc.backend.registry.running_in(session.id)
+    if record is None:
+        return JSONResponse(PendingApprovals(message_id=None, calls=[]).model_dump())
+    decided = await svc.backend.registry.decisions(record.message_id)
+    calls = [WaitingCall(tool_call_id=call_id, decided=decision is not None) for call_id, decision in decided.items()]
+    return JSONResponse(PendingApprovals(message_id=record.assistant_message_id, calls=calls).model_dump())
 
 
 @doc("Stop an answer being generated (owner only); the partial answer is kept", TAG, body=StopRequest, response=StopResult, errors=(401, 403, 404, 409, 422))

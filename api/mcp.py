@@ -254,7 +254,7 @@ def build_server(locate: Locate) -> MCPServer:
             own: dict[str, Any] = {"query": question, **({"knowledge_base_ids": ids} if ids else {}), **({"chat_model": model} if model else {})}
             assistant = None
             if assistant_id:
-                turn = await caller.svc.assistants.turn(caller.who, assistant_id, own)
+                turn = await caller.svc.assistants.turn(caller.who, assistant_id, own, door="MCP")
                 request, assistant = turn.request, turn.assistant
             else:
                 request = PipelineRequest(**own)

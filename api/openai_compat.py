@@ -210,7 +210,7 @@ async def _turn_request(svc: AppServices, who: Principal, body: ChatCompletionRe
         stack = await svc.stack() if names_knowledge_base(body.model) else None
         return pipeline_request(body, question, knowledge_base_of(body.model, stack, who)), None
     assistant = await _assistant(svc, who, body.model, assistant_id)
-    turn = svc.assistants.prepared(assistant, assistant_settings(body, question, assistant.overridable))
+    turn = svc.assistants.prepared(assistant, assistant_settings(body, question, assistant.overridable), door="the OpenAI-compatible API")
     return turn.request, turn.assistant
 
 

@@ -165,6 +165,29 @@ class InjectResult(BaseModel):
     injected: bool = True
 
 
+class ApprovalRequest(Strict):
+    tool_call_id: str = Field(min_length=1, max_length=200, description="The call a tool_approval_required event named (data.tool_call_id).")
+    approved: bool = Field(description="true: the call runs; false: it does not, and the agent is told why.")
+    reason: str = Field("", max_length=2000, description="Why (shown to the agent with a denial, and in tool_approval_resolved).")
+    message_id: str | None = Field(None, description="The running answer; default: the session's running one.")
+
+
+class ApprovalResult(BaseModel):
+    message_id: str
+    tool_call_id: str
+    approved: bool
+
+
+class WaitingCall(BaseModel):
+    tool_call_id: str
+    decided: bool = Field(description="True once a decision was sent; the answer goes on when every call is decided.")
+
+
+class PendingApprovals(BaseModel):
+    message_id: str | None = Field(description="The running answer; null when nothing is being generated.")
+    calls: list[WaitingCall] = Field(description="The tool calls it waits on (empty when it waits on none).")
+
+
 class StopResult(BaseModel):
     message_id: str
     stopped: bool = Field(description="False when the answer had already completed.")

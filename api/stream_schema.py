@@ -32,18 +32,24 @@ RESPONSE_TYPES: dict[ResponseType, str] = {
     ResponseType.TOOL_RESULT: "The tool or progress window data.tool_call_id closed: data.success, with data.output or data.error.",
     ResponseType.COMMAND_OUTPUT: f"Output of a command an agent tool runs (the seed's protocol). {_NOT_SENT}",
     ResponseType.INSTALL_OUTPUT: f"Output of a package install an agent tool runs (the seed's protocol). {_NOT_SENT}",
-    ResponseType.REFLECTION: f"A delta of an agent's reflection on its progress (the seed's protocol). {_NOT_SENT}",
+    ResponseType.REFLECTION: "Agent mode's note on its own run (content; done=true): a limit was reached (data.limit, data.value) and "
+                             "the model now answers with what it found.",
     ResponseType.SESSION_TITLE: "The generated title of a new session (content); done=true. It may come shortly after complete.",
     ResponseType.ERROR: "The turn failed: content is the message, data.code its kind; done=true when it ends the turn.",
     ResponseType.COMPLETE: "The end of the turn (done=true); data.stopped when the user stopped it.",
-    ResponseType.TOOL_APPROVAL_REQUIRED: f"A tool call waits for the user's approval (the seed's protocol). {_NOT_SENT}",
-    ResponseType.TOOL_APPROVAL_RESOLVED: f"The user approved or refused a tool call (the seed's protocol). {_NOT_SENT}",
+    ResponseType.TOOL_APPROVAL_REQUIRED: "Agent mode: a call to a tool the assistant marks as needing approval waits "
+                                         "(data.tool_call_id, data.tool_name, data.arguments); decide it with POST "
+                                         ".../sessions/{id}/approvals. The run waits for agent_approval_timeout_s, then denies it.",
+    ResponseType.TOOL_APPROVAL_RESOLVED: "Agent mode: the call data.tool_call_id was approved (it runs now) or denied (data.approved, "
+                                         "data.reason); a denied call's tool_result is a failure with that reason.",
     ResponseType.MCP_OAUTH_REQUIRED: f"An MCP server asks the user to sign in (the seed's protocol). {_NOT_SENT}",
     ResponseType.MCP_OAUTH_RESOLVED: f"The MCP sign-in finished (the seed's protocol). {_NOT_SENT}",
     ResponseType.MEMORY_RECALLED: "The caller's long-term memories recalled for this turn (data.memories), so a client can show them.",
     ResponseType.ARTIFACTS_PENDING: f"Files an agent made are being prepared (the seed's protocol). {_NOT_SENT}",
-    ResponseType.USER_MESSAGE_INJECTED: f"A message the user sent while the agent worked was taken in (the seed's protocol). {_NOT_SENT}",
-    ResponseType.CONTEXT_COMPACTED: f"The conversation was summarised to fit the model's window (the seed's protocol). {_NOT_SENT}",
+    ResponseType.USER_MESSAGE_INJECTED: "Agent mode took in a message the user sent while it worked (POST .../sessions/{id}/inject); "
+                                        "content is the message, which the model reads at this step.",
+    ResponseType.CONTEXT_COMPACTED: "Agent mode summarised its earlier tool rounds to fit its prompt budget (data.rounds, "
+                                    "data.tokens_before, data.tokens_after).",
     ResponseType.INSTALL_PROMPT: f"An agent asks to install a package (the seed's protocol). {_NOT_SENT}",
     ResponseType.STOP: "The user stopped the run (POST .../stop); done=true; complete with data.stopped follows.",
 }

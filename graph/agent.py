@@ -3,11 +3,13 @@
 The seed's ReAct agent (agent_system_prompt.yaml, AgentStreamHandler) as a LangGraph graph of its
 own, on the pipeline's services container (reached through RunContext.services), state and turn:
 
-    begin_turn -> model -> (tools -> compact -> model)* -> answer
+    begin_turn -> model -> ([approval ->] tools -> compact -> model)* -> answer
 
 - `model` calls the chat model with the conversation so far and the tools the assistant allows.
   Its text streams as `answer` deltas of the round's segment; when the reply asks for tools, that
   text was an introduction: a `thought` marks the segment superseded (the seed's answerSegments).
+- `approval` (graph/approval.py): calls to tools the assistant marks as needing approval wait for
+  the user's decision (tool_approval_required, an interrupt; resolved on resume).
 - `tools` runs each call (nodes/tools/): `tool_call`, then `tool_result` with success true, or
   false with the error, which goes back to the model as the call's result; the loop goes on.
 - `compact`: when the loop's prompt nears its token budget (settings agent_context_tokens, past
@@ -37,6 +39,7 @@ from ragline.citations.references import build_references, references_payload
 from ragline.generation.answer import assistant_message, chat_options, is_truncation, model_error_update
 from ragline.graph import events
 from ragline.graph.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentState
+from ragline.graph.approval import announce, approval
 from ragline.graph.binding import HostDefaults
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.state import ChatResponse
@@ -216,7 +219,9 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
         if shown.strip():
             events.emit(context, events.thought(turn, shown, segment=state.get("rounds", 0)))
         said = {"role": "assistant", "content": raw or None, "tool_calls": [call.as_wire() for call in calls]}
-        return {**update, "conversation": [*update["conversation"], said], "pending_calls": [_call_json(c) for c in calls], "rounds": state.get("rounds", 0) + 1}
+        waiting = announce(turn, calls, {call.id: registry.decode_tool_arguments(call.arguments) for call in calls}, context)
+        return {**update, "conversation": [*update["conversation"], said], "pending_calls": [_call_json(c) for c in calls],
+                "awaiting_approval": waiting, "rounds": state.get("rounds", 0) + 1}
     truncated = is_truncation(end.finish_reason)
     return {**update, "conversation": [*update["conversation"], {"role": "assistant", "content": raw}], "pending_calls": [], "answer_text": shown,
             "answer_thinking": thinking, "finish_reason": "stop" if stopped else end.finish_reason,
@@ -247,6 +252,9 @@ async def tools(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
             error = f"not run: the limit of {services.settings.agent_max_tool_calls} tool calls for this question is reached"
         elif call.error:
             error = call.error
+        elif call.id in state.get("denied", {}):
+            reason = state["denied"][call.id]
+            error = f"not run: the user denied this call{': ' + reason if reason else ''}"
         elif call.name not in offered:
             error = f"no tool {call.name!r}; the tools are {', '.join(offered) or 'none'}"
         elif unresolved:
@@ -318,9 +326,12 @@ def after_begin(state: AgentState) -> Literal["model", "__end__"]:
     return "__end__" if state.get("error") is not None else "model"
 
 
-def after_model(state: AgentState) -> Literal["tools", "answer"]:
-    """Tool calls to run go to `tools`; a reply without any (or a failed call) goes to `answer`."""
-    return "tools" if state.get("pending_calls") and state.get("error") is None else "answer"
+def after_model(state: AgentState) -> Literal["approval", "tools", "answer"]:
+    """Tool calls go to `tools`, through `approval` when one waits for the user; a reply without any
+    (or a failed call) goes to `answer`."""
+    if not state.get("pending_calls") or state.get("error") is not None:
+        return "answer"
+    return "approval" if state.get("awaiting_approval") else "tools"
 
 
 def _call_json(call: ToolCallRequest) -> dict[str, Any]:
@@ -338,12 +349,14 @@ def build_agent_graph(*, checkpointer: Any = None, services: Services | None = N
     graph = StateGraph(AgentState, context_schema=RunContext)
     graph.add_node("begin_turn", bound(begin))
     graph.add_node("model", bound(model))
+    graph.add_node("approval", bound(approval))
     graph.add_node("tools", bound(tools))
     graph.add_node("compact", bound(compact))
     graph.add_node("answer", bound(answer))
     graph.add_edge(START, "begin_turn")
     graph.add_conditional_edges("begin_turn", after_begin)
     graph.add_conditional_edges("model", after_model)
+    graph.add_edge("approval", "tools")
     graph.add_edge("tools", "compact")
     graph.add_edge("compact", "model")
     graph.add_edge("answer", END)

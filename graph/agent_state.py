@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 from ragline.graph.state import PipelineState
 
-AGENT_RESETS: dict[str, Any] = {"rounds": 0, "tool_calls_made": 0, "pending_calls": [], "limit": "", "answer_text": "",
-                                "answer_thinking": "", "finish_reason": None}
+AGENT_RESETS: dict[str, Any] = {"rounds": 0, "tool_calls_made": 0, "pending_calls": [], "awaiting_approval": [], "denied": {},
+                                "limit": "", "answer_text": "", "answer_thinking": "", "finish_reason": None}
 AGENT_ACCUMULATING = ("conversation", "sources")
 
 
@@ -23,6 +23,8 @@ class AgentState(PipelineState, total=False):
     conversation: Annotated[list[dict[str, Any]], operator.add]  # this turn's model messages after the prompt: assistant and tool
     sources: Annotated[list[dict[str, Any]], operator.add]  # every passage given to the model (SourceChunk as JSON), alias order
     pending_calls: list[dict[str, Any]]  # the last reply's tool calls, still to run (ToolCallRequest as JSON)
+    awaiting_approval: list[str]  # ids of those calls that wait for the user's approval (graph/approval.py)
+    denied: dict[str, str]  # ids of calls the user denied, with the reason given: answered with it, never run
     rounds: int  # model replies that asked for tools
     tool_calls_made: int  # tool calls answered, every round together
     limit: str  # "" or the limit reached ("max_rounds", "max_tool_calls"): the model answers without tools

@@ -127,6 +127,18 @@ def agent_tool_result(turn: TurnIds, call_id: str, name: str, *, success: bool, 
     return _base(turn, ResponseType.TOOL_RESULT, data=data)
 
 
+def tool_approval_required(turn: TurnIds, call_id: str, name: str, arguments: dict[str, Any]) -> StreamResponse:
+    """Agent mode: a call to a tool its assistant marks as needing approval waits for the user's decision."""
+    data = {"tool_call_id": call_id, "tool_name": name, "arguments": arguments}
+    return _base(turn, ResponseType.TOOL_APPROVAL_REQUIRED, content=f"{name} waits for your approval", done=True, data=data)
+
+
+def tool_approval_resolved(turn: TurnIds, call_id: str, name: str, *, approved: bool, reason: str = "") -> StreamResponse:
+    """Agent mode: the user approved the call (it runs now) or denied it (the model is told, and goes on without it)."""
+    data = {"tool_call_id": call_id, "tool_name": name, "approved": approved, "reason": reason}
+    return _base(turn, ResponseType.TOOL_APPROVAL_RESOLVED, content=f"{name} {'approved' if approved else 'denied'}", done=True, data=data)
+
+
 def user_message_injected(turn: TurnIds, text: str) -> StreamResponse:
     """Agent mode took a message the user sent while it ran: the model reads it at this step."""
     return _base(turn, ResponseType.USER_MESSAGE_INJECTED, content=text, done=True)

@@ -107,6 +107,7 @@ class TurnDriver:
         self.failed = False
         self.failure: Exception | None = None  # what broke the graph, for the host's logs
         self.written = TurnWrites()
+        self.interrupts: list[Any] = []  # what the graph paused on (agent mode's approval), until it is resumed
         self._open_windows: dict[str, None] = {}
 
     def opening(self, query: str, *, title_pending: bool = False) -> StreamResponse:
@@ -132,9 +133,16 @@ class TurnDriver:
         async for event in self.event_dicts(graph_input):
             yield StreamResponse.model_validate(event)
 
+    def follow_latest(self) -> None:
+        """Run on from the thread's latest checkpoint: a host that took a run over pinned the one it
+        found, and resuming that one again would replay the pause it ended in."""
+        configurable = {key: value for key, value in self.config.get("configurable", {}).items() if key != "checkpoint_id"}
+        self.config = {**self.config, "configurable": configurable}
+
     async def event_dicts(self, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
         """`events` as the JSON-ready dicts the stages emitted, for a host that stores or sends them
         as they are (the HTTP service): an answer token is then never parsed back into a model."""
+        self.interrupts = []
         try:
             # subgraphs: the progress cards are subgraphs (graph/cards.py), and their stages emit too
             stream = self.graph.astream(graph_input, self.config, context=self.context, stream_mode=["custom", "updates"],
@@ -143,6 +151,7 @@ class TurnDriver:
                 if mode == "updates":
                     if not namespace:  # the turn's own writes; a card's stages write inside it
                         self.written.see(chunk)
+                        self.interrupts += [item.value for item in chunk.get("__interrupt__", ())]
                     continue
                 self.see(chunk.get("response_type", ""), chunk.get("data"))
                 yield chunk

@@ -308,5 +308,6 @@ AGENT_MAX_ROUNDS = 5  # model calls that ask for tools in one turn: a multi-hop 
 AGENT_MAX_TOOL_CALLS = 10  # tool calls in one turn, all rounds together (a model may ask for several at once)
 AGENT_CONTEXT_TOKENS = 16_000  # the loop's prompt budget: what a tool-calling model's window leaves after its answer
 AGENT_COMPACT_SHARE = 0.75  # past this share of that budget, the earlier tool rounds are summarised (context_compacted)
+AGENT_APPROVAL_TIMEOUT_S = 600.0  # a tool call waiting for the user's approval is denied after this long without a decision
 AGENT_READ_CHUNKS_MAX = 20  # chunks read_chunks returns at once: a long document is read in pages, not whole
 AGENT_RESULT_SUMMARY_CHARS = 200  # of a tool's output shown in its tool_result event (the model reads all of it)

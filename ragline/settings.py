@@ -85,6 +85,7 @@ class Settings(BaseSettings, RetrievalFields):
     agent_max_rounds: int = Field(defaults.AGENT_MAX_ROUNDS, ge=1, description="Agent mode: model calls that may ask for tools in one turn; then the model answers with what it has.")
     agent_max_tool_calls: int = Field(defaults.AGENT_MAX_TOOL_CALLS, ge=1, description="Agent mode: tool calls in one turn, all rounds together; then the model answers with what it has.")
     agent_context_tokens: int = Field(defaults.AGENT_CONTEXT_TOKENS, ge=256, description="Agent mode: the loop's prompt budget in tokens; past AGENT_COMPACT_SHARE of it the earlier tool rounds are summarised.")
+    agent_approval_timeout_s: float = Field(defaults.AGENT_APPROVAL_TIMEOUT_S, gt=0, description="Agent mode: how long a tool call waits for the user's approval (tool_approval_required) before it is denied.")
     embedding_timeout_s: float = Field(defaults.EMBEDDING_TIMEOUT_S, gt=0, description="Longest wait for one remote embedding call.")
     rerank_timeout_s: float = Field(defaults.RERANK_TIMEOUT_S, gt=0, description="Longest wait for one rerank call; slower ones fall back to search scores.")
     provider_retries: int = Field(defaults.PROVIDER_RETRIES, ge=0, description="Retries of a remote model call after a 429, a 5xx or a refused connection (never after 4xx, a timeout, or streamed text).")

@@ -17,13 +17,14 @@ import builtins
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragline.graph.request import AgentConfig, PipelineRequest, effective_request
 from ragline.models.chat import LOCAL_TOOLS_REFUSAL, ChatClient
 from ragline.service.access import NotFoundError, Principal, UnprocessableError
 from ragline.service.assistants import (
     SETTINGS,
+    ApprovalTools,
     Assistant,
     AssistantMode,
     AssistantStore,
@@ -31,6 +32,7 @@ from ragline.service.assistants import (
     Name,
     Overridable,
     Tools,
+    approval_within_tools,
 )
 from ragline.service.knowledge_access import authorize_knowledge, knowledge_named
 from ragline.service.models import check_models
@@ -51,6 +53,12 @@ class AssistantCreate(BaseModel):
     config: AgentConfig = Field(default_factory=AgentConfig, description="Defaults of every request setting for the turns that name it.")
     overridable: Overridable = Field(default_factory=lambda: list(SETTINGS), description="Settings a turn may set itself (default: all).")
     tools: Tools = Field(default_factory=list)
+    approval_tools: ApprovalTools = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _approval_within_tools(self) -> AssistantCreate:
+        approval_within_tools(self.tools, self.approval_tools)
+        return self
 
 
 class AssistantUpdate(BaseModel):
@@ -64,6 +72,7 @@ class AssistantUpdate(BaseModel):
     config: AgentConfig | None = Field(None, description="Settings to change: each one given replaces the stored one, null clears it; the others stay.")
     overridable: Overridable | None = None
     tools: Tools | None = None
+    approval_tools: ApprovalTools | None = None
 
 
 @dataclass(frozen=True)
@@ -139,15 +148,21 @@ class AssistantService:
         if not await self.store.delete(who.tenant_id, assistant_id):
             raise NotFoundError(f"assistant {assistant_id} not found")
 
-    async def turn(self, who: Principal, assistant_id: str, own: dict[str, Any]) -> AssistantTurn:
+    async def turn(self, who: Principal, assistant_id: str, own: dict[str, Any], *, door: str | None = None) -> AssistantTurn:
         """The request of a turn naming the assistant: its latest version's configuration, then the
         settings the turn sets itself (each of which the assistant must allow). ValidationError on
         a bad setting, as for a turn without an assistant."""
-        return self.prepared(await self.get(who, assistant_id), own)
+        return self.prepared(await self.get(who, assistant_id), own, door=door)
 
     @staticmethod
-    def prepared(assistant: Assistant, own: dict[str, Any]) -> AssistantTurn:
-        """The turn's request with this version of an assistant (a door that read it already)."""
+    def prepared(assistant: Assistant, own: dict[str, Any], *, door: str | None = None) -> AssistantTurn:
+        """The turn's request with this version of an assistant (a door that read it already). A
+        `door` that cannot carry a decision refuses an assistant whose tool calls wait for one:
+        its run would only wait, then deny."""
+        if door is not None and assistant.mode == "agent" and assistant.approval_tools:
+            tools = ", ".join(assistant.approval_tools)
+            raise UnprocessableError(f"assistant {assistant.name!r} asks its user to approve each call to {tools}, which {door} cannot "
+                                     "ask; use it through the chat API (POST /api/v1/sessions/{id}/knowledge-chat, then .../approvals)")
         refused = refused_settings(assistant, own)
         if refused:
             allowed = ", ".join(assistant.overridable) or "none"

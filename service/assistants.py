@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
@@ -63,6 +63,16 @@ Overridable = Annotated[builtins.list[str], Field(max_length=len(SETTINGS)), Aft
 Tools = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
                   AfterValidator(_names("a known tool", KNOWN_TOOLS)),
                   Field(description="Tools agent mode may use.")]
+ApprovalTools = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
+                          AfterValidator(_names("a known tool", KNOWN_TOOLS)),
+                          Field(description="Tools whose calls wait for the user's approval (tool_approval_required) before they run.")]
+
+
+def approval_within_tools(tools: builtins.list[str], approval_tools: builtins.list[str]) -> None:
+    """A tool needing approval must be one the assistant offers (all of them when it names none)."""
+    outside = [name for name in approval_tools if tools and name not in tools]
+    if outside:
+        raise ValueError(f"approval_tools names {', '.join(map(repr, outside))}, which the assistant's tools do not include")
 
 
 class Assistant(BaseModel):
@@ -78,9 +88,15 @@ class Assistant(BaseModel):
     config: AgentConfig = Field(default_factory=AgentConfig, description="Defaults of every request setting for the turns that name it.")
     overridable: Overridable = Field(default_factory=lambda: list(SETTINGS))
     tools: Tools = Field(default_factory=list)
+    approval_tools: ApprovalTools = Field(default_factory=list)
     version: int = Field(1, ge=1, description="1 when created; each update adds one, and every version stays readable.")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _approval_within_tools(self) -> Assistant:
+        approval_within_tools(self.tools, self.approval_tools)
+        return self
 
     def sort_key(self) -> float:
         """The most recently changed first (a Redis sorted-set score)."""

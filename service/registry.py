@@ -38,6 +38,7 @@ class RunRecord:
     agent_json: str = ""  # that version's configuration: the run's agent, on a takeover too
     graph: str = "pipeline"  # the graph the turn runs, and a takeover resumes: "pipeline" or "agent" (an agent-mode assistant)
     agent_tools: tuple[str, ...] = ()  # agent mode: the tools the assistant allows (RunContext.agent_tools)
+    approval_tools: tuple[str, ...] = ()  # agent mode: the tools whose calls wait for the user's approval
 
     @property
     def message_id(self) -> str:
@@ -74,6 +75,18 @@ class RunRegistry(Protocol):
         """The messages left for the run since it last looked, oldest first; each is taken once."""
         ...
 
+    async def await_approval(self, message_id: str, call_ids: list[str]) -> None:
+        """The run waits for a decision on these tool calls; decisions already made stay (a takeover waits again)."""
+        ...
+
+    async def decide(self, message_id: str, call_id: str, decision: Decision) -> bool:
+        """Decide a waiting call, from any replica; False when no such call waits (unknown, or decided already)."""
+        ...
+
+    async def decisions(self, message_id: str) -> dict[str, Decision | None]:
+        """The calls the run waits on: their decision, or None while there is none."""
+        ...
+
     async def acquire(self, message_id: str, holder: str, ttl_s: float) -> bool: ...
 
     async def renew(self, message_id: str, holder: str, ttl_s: float) -> bool: ...
@@ -87,6 +100,22 @@ class RunRegistry(Protocol):
     async def orphans(self) -> list[RunRecord]: ...
 
 
+@dataclass(frozen=True)
+class Decision:
+    """The user's decision on a tool call that waited for approval."""
+
+    approved: bool
+    reason: str = ""
+
+    def as_json(self) -> str:
+        return json.dumps({"approved": self.approved, "reason": self.reason})
+
+    @classmethod
+    def from_json(cls, raw: str) -> Decision:
+        fields = json.loads(raw)
+        return cls(bool(fields["approved"]), str(fields.get("reason") or ""))
+
+
 class MemoryRunRegistry:
     durable = False
 
@@ -95,6 +124,7 @@ class MemoryRunRegistry:
         self._by_session: dict[str, str] = {}
         self._stops: set[str] = set()
         self._inboxes: dict[str, list[str]] = {}
+        self._approvals: dict[str, dict[str, Decision | None]] = {}
 
     async def begin(self, record: RunRecord, holder: str, ttl_s: float) -> RunRecord | None:
         running = self._by_session.get(record.session_id)
@@ -117,6 +147,22 @@ class MemoryRunRegistry:
             del self._by_session[record.session_id]
         self._stops.discard(record.message_id)
         self._inboxes.pop(record.message_id, None)
+        self._approvals.pop(record.message_id, None)
+
+    async def await_approval(self, message_id: str, call_ids: list[str]) -> None:
+        waiting = self._approvals.setdefault(message_id, {})
+        for call_id in call_ids:
+            waiting.setdefault(call_id, None)
+
+    async def decide(self, message_id: str, call_id: str, decision: Decision) -> bool:
+        waiting = self._approvals.get(message_id, {})
+        if call_id not in waiting or waiting[call_id] is not None:
+            return False
+        waiting[call_id] = decision
+        return True
+
+    async def decisions(self, message_id: str) -> dict[str, Decision | None]:
+        return dict(self._approvals.get(message_id, {}))
 
     async def inject(self, message_id: str, text: str) -> None:
         self._inboxes.setdefault(message_id, []).append(text)
@@ -158,13 +204,16 @@ _RENEW = (
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
 _FINISH = (
     "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end "
-    "redis.call('SREM', KEYS[2], ARGV[1]) redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6]) return 1"
+    "redis.call('SREM', KEYS[2], ARGV[1]) redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]) return 1"
 )
+_WAITING = ""  # an approval hash's value for a call not decided yet
+_DECIDE = "if redis.call('HGET', KEYS[1], ARGV[1]) == '' then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return 1 end return 0"
 
 
 class RedisRunRegistry:
     """Keys: run:<mid> (record), session-run:<sid> (the session's running mid), runs (set of running
-    mids), lease:<mid> (holder, PX ttl), stop:<mid> (flag), inbox:<mid> (messages injected, a list)."""
+    mids), lease:<mid> (holder, PX ttl), stop:<mid> (flag), inbox:<mid> (messages injected, a list),
+    approval:<mid> (tool call id -> "" while it waits, then the decision as JSON)."""
 
     durable = True
 
@@ -202,7 +251,7 @@ class RedisRunRegistry:
     async def finish(self, record: RunRecord) -> None:
         mid = record.message_id
         keys = [self._k("session-run", record.session_id), self._k("runs"), self._k("run", mid), self._k("lease", mid), self._k("stop", mid),
-                self._k("inbox", mid)]
+                self._k("inbox", mid), self._k("approval", mid)]
         await self.redis.eval(_FINISH, len(keys), *keys, mid)
 
     async def request_stop(self, record: RunRecord) -> None:
@@ -213,6 +262,21 @@ class RedisRunRegistry:
             pipe.rpush(self._k("inbox", message_id), text)
             pipe.expire(self._k("inbox", message_id), self.safety_ttl_s)
             await pipe.execute()
+
+    async def await_approval(self, message_id: str, call_ids: list[str]) -> None:
+        key = self._k("approval", message_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for call_id in call_ids:
+                pipe.hsetnx(key, call_id, _WAITING)
+            pipe.expire(key, self.safety_ttl_s)
+            await pipe.execute()
+
+    async def decide(self, message_id: str, call_id: str, decision: Decision) -> bool:
+        return bool(await self.redis.eval(_DECIDE, 1, self._k("approval", message_id), call_id, decision.as_json()))
+
+    async def decisions(self, message_id: str) -> dict[str, Decision | None]:
+        stored = await self.redis.hgetall(self._k("approval", message_id))
+        return {_text(call_id): (Decision.from_json(_text(raw)) if _text(raw) else None) for call_id, raw in stored.items()}
 
     async def take_injected(self, message_id: str) -> list[str]:
         async with self.redis.pipeline(transaction=True) as pipe:  # read and clear at once: each message is taken once
@@ -266,8 +330,9 @@ def _dump(record: RunRecord) -> str:
 
 def _load(raw: object) -> RunRecord:
     fields = json.loads(_text(raw))  # a record stored before a field existed gets its default
-    if "agent_tools" in fields:
-        fields["agent_tools"] = tuple(fields["agent_tools"])
+    for name in ("agent_tools", "approval_tools"):
+        if name in fields:
+            fields[name] = tuple(fields[name])
     return RunRecord(**fields)
 
 

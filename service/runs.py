@@ -30,6 +30,8 @@ import uuid
 from functools import partial
 from typing import Any
 
+from langgraph.types import Command
+
 from ragline import defaults
 from ragline.checkpoints.streams import Event, FenceLost
 from ragline.graph import events
@@ -42,12 +44,13 @@ from ragline.logs import bind_log_ids
 from ragline.service import threads
 from ragline.service.access import ConflictError, InvalidRequestError, Principal
 from ragline.service.after_turn import AfterTurn
+from ragline.service.approvals import await_decisions, waiting_calls
 from ragline.service.assistant_service import check_agent_model
 from ragline.service.assistants import Assistant
 from ragline.service.backend import Backend
 from ragline.service.heap import HeapFreezer
 from ragline.service.models import check_models
-from ragline.service.registry import RunRecord, turn_of
+from ragline.service.registry import Decision, RunRecord, turn_of
 from ragline.service.relay import Run, StageEvents
 from ragline.service.replay import Transcript
 from ragline.service.resume import ResumeFilter
@@ -130,6 +133,7 @@ class RunManager:
             agent_json=assistant.config.model_dump_json(exclude_none=True) if assistant else "",
             graph="agent" if assistant is not None and assistant.mode == "agent" else "pipeline",
             agent_tools=tuple(assistant.tools) if assistant is not None and assistant.mode == "agent" else (),
+            approval_tools=tuple(assistant.approval_tools) if assistant is not None and assistant.mode == "agent" else (),
         )
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:
@@ -171,6 +175,7 @@ class RunManager:
             assistant_id=record.assistant_id,
             assistant_version=record.assistant_version,
             agent_tools=tuple(record.agent_tools),
+            approval_tools=tuple(record.approval_tools),
             cancel_event=threading.Event(),
             services=self.services,
             inbox=partial(self.backend.registry.take_injected, record.message_id) if record.graph == "agent" else None,
@@ -212,12 +217,14 @@ class RunManager:
                 graph_input = await self._prepare_resume(run)
             elif not self._at_rest.pop(record.session_id, False):  # no run holds the thread (the registry said so)
                 await threads.settle(run.driver.graph, record.session_id)  # clear what a dead one left pending
-            if graph_input is not _SKIP and not run.cancelled:
+            while graph_input is not _SKIP and not run.cancelled:
                 async with asyncio.timeout(defaults.RUN_MAX_S):
                     async for event in run.driver.event_dicts(graph_input):  # agent_query went out at submit
                         await self._write(run, event)
                     if run.stage_events is not None:
                         await run.stage_events.delivered()
+                # paused for the user's approval (agent mode): resumed with the decisions, or left stopped
+                graph_input = await self._approvals(run) if run.driver.interrupts and run.driver.failure is None else _SKIP
                 if run.driver.failure is not None:
                     log.error("run %s failed", record.message_id, exc_info=run.driver.failure)
                 run.ended = run.driver.failure is None and not run.cancelled
@@ -246,6 +253,24 @@ class RunManager:
             self._runs.pop(record.message_id, None)
         if not self._runs and not self._closing:  # idle: a full collection keeps no frame waiting
             self.heap.idle()
+
+    async def _approvals(self, run: Run) -> Any:
+        """The graph's resume once the user decided every tool call it waits on (service/approvals.py),
+        or _SKIP when the run is stopped meanwhile."""
+        if run.start_slot is not None:
+            run.start_slot.free()  # a waiting run holds no start slot
+        decided = await await_decisions(self.backend.registry, run.record.message_id, waiting_calls(run.driver.interrupts),
+                                        timeout_s=self.settings.agent_approval_timeout_s, poll_s=self.settings.stop_poll_s,
+                                        stopped=lambda: run.cancelled)
+        if decided is None:
+            return _SKIP
+        run.driver.follow_latest()  # resume where the pause left the thread, not at a taken-over checkpoint
+        return Command(resume=decided)
+
+    async def decide(self, record: RunRecord, call_id: str, decision: Decision) -> None:
+        """The user's decision on a tool call the run waits on; ConflictError when none such waits."""
+        if not await self.backend.registry.decide(record.message_id, call_id, decision):
+            raise ConflictError(f"no tool call {call_id} waits for approval in this answer (unknown, or decided already)")
 
     async def _write(self, run: Run, event: Event, *, final: bool = False) -> None:
         admitted = event if final else run.admit(event)

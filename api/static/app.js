@@ -140,6 +140,7 @@ function newTurn() {
   return new Turn(thread, {
     onCite: (turn, number) => references.focus(turn, number),
     onReferences: (turn, reference) => (reference ? references.open(turn, reference) : references.show(turn)),
+    onDecide: decide,
     images,
   });
 }
@@ -282,6 +283,19 @@ function leaveLiveAnswer() {
   state.live.abort.abort();
   state.live = null;
   showBusy(false);
+}
+
+/** The user's decision on a tool call the running answer waits on (agent mode's approval). */
+async function decide(turn, callId, approved) {
+  const sessionId = state.live?.turn === turn ? state.live.sessionId : state.sessionId;
+  const body = { tool_call_id: callId, approved, ...(turn.messageId ? { message_id: turn.messageId } : {}) };
+  try {
+    await api.json(`sessions/${encodeURIComponent(sessionId)}/approvals`, { method: "POST", body });
+  } catch (error) {
+    if (error.status === 409) return; // decided already (another tab), or the answer ended: the stream says how
+    notify(error);
+    throw error;
+  }
 }
 
 async function stop() {

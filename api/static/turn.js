@@ -40,10 +40,12 @@ function labelsFor(toolName) {
 export class Turn {
   /**
    * @param {HTMLElement} container the thread
-   * @param {{onCite: (turn: Turn, number: number) => void, onReferences: (turn: Turn) => void, images?: import("./images.js").ImageLoader}} hooks
+   * @param {{onCite: (turn: Turn, number: number) => void, onReferences: (turn: Turn) => void, images?: import("./images.js").ImageLoader,
+   *   onDecide?: (turn: Turn, callId: string, approved: boolean) => Promise<void>}} hooks
    */
-  constructor(container, { onCite, onReferences, images }) {
+  constructor(container, { onCite, onReferences, images, onDecide }) {
     this.onReferences = onReferences;
+    this.onDecide = onDecide;
     this.images = images;
     this.messageId = null;
     this.answer = "";
@@ -93,6 +95,12 @@ export class Turn {
         break;
       case "tool_result":
         this.closeStep(data.tool_call_id || data.tool_name, data.success ? "done" : "failed", data.error);
+        break;
+      case "tool_approval_required":
+        this.askApproval(data.tool_call_id, data.tool_name || "tool", data.arguments || {});
+        break;
+      case "tool_approval_resolved":
+        this.resolveApproval(data.tool_call_id, data.approved, data.reason);
         break;
       case "references":
         this.references = event.knowledge_references || [];
@@ -149,6 +157,42 @@ export class Turn {
     step.item.classList.replace("running", outcome);
     const text = outcome === "done" ? step.labels.done : outcome === "failed" ? step.labels.failed : `${step.labels.running.replace(/…$/, "")}: stopped`;
     step.item.querySelector(".step-label").textContent = detail && outcome === "failed" ? `${text} (${detail})` : text;
+  }
+
+  /** Agent mode: a call waiting for the user's approval, with Approve and Deny buttons. */
+  askApproval(id, toolName, args) {
+    if (!id || this.steps.has(`approval:${id}`)) return; // a replay after reconnecting repeats the question
+    const item = element("li", "step approval");
+    item.dataset.tool = toolName;
+    const query = typeof args.query === "string" ? `: “${args.query}”` : "";
+    const icon = element("span", "step-icon");
+    icon.setAttribute("aria-hidden", "true");
+    item.append(icon, element("span", "step-label", `The assistant asks to run ${toolName}${query}`));
+    const approve = element("button", "approve", "Approve");
+    const deny = element("button", "deny", "Deny");
+    for (const [button, approved] of [[approve, true], [deny, false]]) {
+      button.type = "button";
+      button.addEventListener("click", async () => {
+        approve.disabled = deny.disabled = true;
+        try {
+          await this.onDecide?.(this, id, approved);
+        } catch {
+          approve.disabled = deny.disabled = false; // the page said why; the user may try again
+        }
+      });
+    }
+    item.append(approve, deny);
+    this.stepList.append(item);
+    this.steps.set(`approval:${id}`, { item, labels: labelsFor(toolName) });
+  }
+
+  resolveApproval(id, approved, reason) {
+    const step = this.steps.get(`approval:${id}`);
+    if (!step) return;
+    step.item.classList.replace("approval", approved ? "done" : "failed");
+    step.item.querySelectorAll("button").forEach((button) => button.remove());
+    const label = step.item.querySelector(".step-label");
+    label.textContent = approved ? `${label.textContent}: approved` : `${label.textContent}: denied${reason ? ` (${reason})` : ""}`;
   }
 
   /** Close every window still open: no spinner outlives its answer (stop, error, lost stream). */

@@ -5,6 +5,7 @@ passages of both; the saved message records the assistant. The local model is re
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -142,3 +143,49 @@ async def test_a_message_sent_while_the_agent_runs_is_read_at_its_next_step(acme
     assert answer_of(got).endswith("Tromsø.") and kinds[-1] == "complete"
     items = (await acme.get(f"{V1}/sessions/{sid}/messages")).json()["items"]
     assert [(m["role"], m["content"]) for m in items] == [("user", QUESTION), ("user", told), ("assistant", "Tromsø.")]
+
+
+async def test_a_call_needing_approval_waits_for_the_owners_decision_then_runs(acme, people, scripted_model):
+    agent = await create(acme, config={"knowledge_base_ids": [people]}, tools=["search_knowledge"], approval_tools=["search_knowledge"])
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1")))
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 1, Reply.text("Mira Holt."))
+    sid = await new_session(acme, title="t")
+    got: list = []
+    async with acme.stream("POST", f"{V1}/sessions/{sid}/knowledge-chat", json={"query": QUESTION, "assistant_id": agent["id"]}) as response:
+        async for frame in frames(response):
+            got.append(frame)
+            if frame.type != "tool_approval_required":
+                continue
+            assert frame.event["data"]["tool_call_id"] == "s1"
+            assert await waiting_calls(acme, sid) == [{"tool_call_id": "s1", "decided": False}]
+            unknown = await acme.post(f"{V1}/sessions/{sid}/approvals", json={"tool_call_id": "nope", "approved": True})
+            assert unknown.status_code == 409 and "no tool call nope waits" in unknown.json()["error"]["message"]
+            approved = await acme.post(f"{V1}/sessions/{sid}/approvals", json={"tool_call_id": "s1", "approved": True})
+            assert approved.status_code == 202 and approved.json()["approved"] is True, approved.text
+            again = await acme.post(f"{V1}/sessions/{sid}/approvals", json={"tool_call_id": "s1", "approved": False})
+            assert again.status_code == 409  # decided already: the first decision holds
+            assert (await acme.get(f"{V1}/sessions/{sid}/approvals")).json()["calls"] in ([{"tool_call_id": "s1", "decided": True}], [])
+
+    kinds = [f.type for f in got]
+    assert kinds.index("tool_approval_required") < kinds.index("tool_approval_resolved") < kinds.index("tool_call") < kinds.index("tool_result")
+    [result] = [f.event["data"] for f in got if f.type == "tool_result"]
+    assert result["success"] is True and answer_of(got).endswith("Mira Holt.") and kinds[-1] == "complete"
+    nothing = await acme.post(f"{V1}/sessions/{sid}/approvals", json={"tool_call_id": "s1", "approved": True})
+    assert nothing.status_code == 409  # the answer is done: nothing waits
+    assert (await acme.get(f"{V1}/sessions/{sid}/approvals")).json() == {"message_id": None, "calls": []}
+
+
+async def waiting_calls(client, sid: str) -> list[dict]:
+    """The calls the session's answer waits on, once it waits (the event comes just before the pause is stored)."""
+    for _ in range(100):
+        calls = (await client.get(f"{V1}/sessions/{sid}/approvals")).json()["calls"]
+        if calls:
+            return calls
+        await asyncio.sleep(0.05)
+    return []
+
+
+async def test_an_assistant_may_not_ask_approval_for_a_tool_it_does_not_offer(acme):
+    response = await acme.post(f"{V1}/assistants", json={"name": "R", "mode": "agent", "tools": ["search_knowledge"], "approval_tools": ["web_fetch"]})
+    assert response.status_code == 422 and "'web_fetch', which the assistant's tools do not include" in response.json()["error"]["message"]

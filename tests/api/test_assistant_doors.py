@@ -134,3 +134,17 @@ async def test_mcps_ask_answers_with_an_assistant_and_keeps_its_rules(server, bo
         theirs = await globex.call_tool("ask", {"question": "Who are you?", "assistant_id": bob["id"]})
         assert theirs.is_error and f"assistant {bob['id']} not found" in theirs.content[0].text
     assert await recorded(rest, answered.structured_content["session_id"]) == [(bob["id"], 1)]
+
+
+async def test_the_openai_and_mcp_doors_refuse_an_assistant_whose_tool_calls_wait_for_approval(server, rest, scripted_model):
+    """Neither door can ask its client to approve a call: the run would only wait, then deny. It is refused up front."""
+    careful = (await rest.post(f"{V1}/assistants", json={"name": "Careful", "mode": "agent", "tools": ["search_knowledge"],
+                                                         "approval_tools": ["search_knowledge"]})).json()
+    question = [{"role": "user", "content": "Who designed the sensor?"}]
+    async with openai_client(server, "key-a") as acme:
+        with pytest.raises(openai.BadRequestError, match="asks its user to approve each call to search_knowledge"):
+            await acme.chat.completions.create(model=f"assistant:{careful['id']}", messages=question)
+    async with mcp_client(server, "key-a") as session:
+        refused = await session.call_tool("ask", {"question": "Who designed the sensor?", "assistant_id": careful["id"]})
+        assert refused.is_error and "which MCP cannot ask" in refused.content[0].text
+    assert not scripted_model.requests  # refused before any model call

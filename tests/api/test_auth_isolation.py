@@ -49,6 +49,8 @@ def session_requests(sid: str, mid: str) -> list[tuple[str, str, dict]]:
         ("GET", f"{base}/continue-stream", {"params": {"message_id": mid}}),
         ("POST", f"{base}/stop", {"json": {"message_id": mid}}),
         ("POST", f"{base}/inject", {"json": {"content": "leak?"}}),
+        ("GET", f"{base}/approvals", {}),
+        ("POST", f"{base}/approvals", {"json": {"tool_call_id": "c1", "approved": True}}),
         ("GET", f"{base}/messages", {}),
         ("DELETE", f"{base}/messages", {}),
         ("DELETE", f"{base}/messages/{mid}", {}),
@@ -91,7 +93,7 @@ async def test_a_colleague_reads_but_only_the_owner_changes_or_deletes(clients):
     bob = clients["bob"]
     assert (await bob.get(f"/api/v1/sessions/{sid}")).status_code == 200
     assert (await bob.get(f"/api/v1/sessions/{sid}/messages")).status_code == 200
-    for method, url, kwargs in [r for r in session_requests(sid, mid) if r[0] in ("DELETE", "PATCH") or r[1].endswith(("stop", "inject", "rewind", "chat", "title"))]:
+    for method, url, kwargs in [r for r in session_requests(sid, mid) if r[0] in ("DELETE", "PATCH") or r[1].endswith(("stop", "inject", "approvals", "rewind", "chat", "title"))]:
         response = await bob.request(method, url, **kwargs)
         assert response.status_code == 403, (method, url, response.status_code)
     fork = await bob.post(f"/api/v1/sessions/{sid}/fork", json={"message_id": mid})

@@ -140,3 +140,45 @@ async def test_a_knowledge_chat_whose_server_is_killed_before_the_answer_still_a
                 break
             await asyncio.sleep(0.1)
         assert [m["role"] for m in messages] == ["user", "assistant"] and messages[-1]["content"] == WORDS + UNSUPPORTED_MARK
+
+
+async def test_a_tool_call_waiting_for_approval_survives_the_kill_of_its_server(env, replicas, scripted_model, tmp_path):
+    """The pending approval is a checkpoint (an interrupt) plus the waiting call in Redis: a decision
+    sent after the SIGKILL reaches the replica that took the run over, which resumes the graph there."""
+    from tests.agent_script import DESIGNER, QUESTION, tool_messages
+    from tests.scripted_model import ScriptedCall
+
+    victim = replicas[0]
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1")))
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 1, Reply.text("Mira Holt."))
+    async with httpx.AsyncClient(base_url=victim.url, timeout=120) as to_victim:
+        kb = (await to_victim.post("/api/v1/knowledge-bases", json={"name": "approval"})).json()["id"]
+        await ingested(to_victim, await to_victim.post(f"/api/v1/knowledge-bases/{kb}/documents/text", json={"text": DESIGNER, "title": "Aurora"}))
+        made = await to_victim.post("/api/v1/assistants", json={"name": "Careful", "mode": "agent", "config": {"knowledge_base_ids": [kb]},
+                                                               "tools": ["search_knowledge"], "approval_tools": ["search_knowledge"]})
+        assert made.status_code == 201, made.text
+        sid = (await to_victim.post("/api/v1/sessions", json={"title": "approval"})).json()["id"]
+        head: list = []
+        async with to_victim.stream("POST", f"/api/v1/sessions/{sid}/knowledge-chat", json={"query": QUESTION, "assistant_id": made.json()["id"]}) as response:
+            async for frame in frames(response):
+                head.append(frame)
+                if frame.type == "tool_approval_required":
+                    break
+        for _ in range(100):  # the pause is durable once the run waits on the call (its checkpoint is written by then)
+            if (await to_victim.get(f"/api/v1/sessions/{sid}/approvals")).json()["calls"]:
+                break
+            await asyncio.sleep(0.1)
+    victim.kill()  # while the run waits: its lease lapses, and the other replica takes the run over
+    replicas[0] = restarted = ProcessServer(env, port=victim.port, log=tmp_path / "restarted-approval.log").start()
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=60) as client:
+        decided = await client.post(f"/api/v1/sessions/{sid}/approvals", json={"tool_call_id": "s1", "approved": True})
+        assert decided.status_code == 202, decided.text
+        tail = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", headers={"Last-Event-ID": head[-1].id})
+    kinds = types(tail)
+    assert "tool_approval_required" not in kinds  # announced once, before the kill
+    assert kinds.index("tool_approval_resolved") < kinds.index("tool_result") and kinds[-1] == "complete"
+    [result] = [f.event["data"] for f in tail if f.type == "tool_result"]
+    assert result["success"] is True and answer_of(head + tail) == "Mira Holt."
+    first_rounds = [body for body in scripted_model.requests if "tools" in body and len(tool_messages(body)) == 0]
+    assert len(first_rounds) == 1, [[m.get("role") for m in b["messages"]] for b in first_rounds]  # the first round was not asked again

@@ -78,3 +78,39 @@ def test_an_agent_mode_assistant_shows_its_search_steps_its_thought_and_only_its
     finally:
         with api(service) as rest:
             rest.delete(f"/assistants/{made['id']}")
+
+
+def test_a_call_waiting_for_approval_is_approved_or_denied_with_a_button(page, model, service):
+    from tests.scripted_model import ScriptedCall
+
+    def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [m for m in body.get("messages", []) if m.get("role") == "tool"]
+
+    model.on(lambda body: "short title" in str(body.get("messages")), Reply.text("Pairing"))
+    model.on(lambda body: "tools" in body and not tool_messages(body),
+             Reply.calling(ScriptedCall("search_knowledge", {"query": "pairing time"}, id="s1")))
+    model.on(lambda body: "tools" in body and "denied" in str(tool_messages(body)), Reply.text("I may not search, so I cannot say."))
+    model.on(lambda body: "tools" in body and bool(tool_messages(body)), Reply.text("Pairing takes about a minute."))
+    with api(service) as rest:
+        sample = next(kb for kb in rest.get("/knowledge-bases").json()["items"] if kb["name"] == "sample")
+        made = rest.post("/assistants", json={"name": "Careful", "mode": "agent", "tools": ["search_knowledge"],
+                                              "approval_tools": ["search_knowledge"], "config": {"knowledge_base_ids": [sample["id"]]}}).json()
+    try:
+        page.reload()
+        page.locator("#assistant-box:not([hidden])").wait_for()
+        page.select_option("#assistant", made["id"])
+        for turn, (button, outcome, answer) in enumerate((("Approve", "approved", "Pairing takes about a minute."), ("Deny", "denied", "I may not search, so I cannot say."))):
+            page.fill("#question", "How long does pairing take?")
+            page.click("#ask")
+            waiting = page.locator(".msg.assistant.pending .step.approval")
+            waiting.wait_for(timeout=60_000)
+            assert "asks to run search_knowledge: “pairing time”" in waiting.inner_text()
+            waiting.get_by_role("button", name=button).click()
+            done = page.locator(".msg.assistant.done").nth(turn)
+            done.wait_for(timeout=60_000)
+            assert done.locator(".answer").inner_text() == answer
+            assert f"search_knowledge: “pairing time”: {outcome}" in done.locator(".steps").inner_text()
+            assert done.locator(".step button").count() == 0  # decided: no button is left
+    finally:
+        with api(service) as rest:
+            rest.delete(f"/assistants/{made['id']}")

@@ -63,9 +63,9 @@ def the_lifecycle(cli, tmp_path: Path) -> str:
     assert first["config"] == {"rerank_top_k": 3, "summary": {"max_tokens": 64, "prompt": "You are Bob"}, "fallback_response": "Ask the front desk."}
     assert first["overridable"] == ["language", "chat_model"]
     assert ok(cli, "assistant", "update", made, "--set", "summary.prompt=You are Carol", "--set", "fallback_response=null").split()[:2] == [made, "v2"]
-    ok(cli, "assistant", "update", made, "--name", "Sales desk")
+    ok(cli, "assistant", "update", made, "--name", "Sales desk", "--approval-tool", "search_knowledge")
     latest = shown(cli, made)
-    assert latest["version"] == 3 and latest["name"] == "Sales desk"
+    assert latest["version"] == 3 and latest["name"] == "Sales desk" and latest["approval_tools"] == ["search_knowledge"]
     assert latest["config"] == {"rerank_top_k": 3, "summary": {"max_tokens": 64, "prompt": "You are Carol"}}  # the rest of summary kept
     assert shown(cli, made, "--version", "1") == first
     listed = ok(cli, "assistant", "list").splitlines()

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from langgraph.types import Command
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.agent import build_agent_graph
@@ -174,3 +175,74 @@ async def test_a_message_in_the_inbox_is_injected_at_the_next_step_and_kept_in_t
     assert answer_text(frames, 1) == "In Tromsø."
     saved = (await graph.aget_state(config)).values["messages"]
     assert [(m.type, m.content) for m in saved] == [("human", QUESTION), ("human", told), ("ai", "In Tromsø.")]
+
+
+# --- tool approval (graph/approval.py) ---
+
+
+def _script_one_search(scripted_model: Any) -> None:
+    scripted_model.on(lambda b: len(tool_messages(b)) == 0,
+                      Reply.calling(ScriptedCall("search_knowledge", {"query": "who designed the Aurora sensor"}, id="s1"), text="Looking it up."))
+    scripted_model.on(lambda b: len(tool_messages(b)) == 1, Reply.text("Mira Holt."))
+
+
+async def _paused_at_approval(services: Services, thread: str) -> tuple[Any, dict[str, Any], RunContext, list[dict[str, Any]]]:
+    graph = build_agent_graph(checkpointer=memory_saver())
+    config = {"configurable": {"thread_id": thread}}
+    context = RunContext(services=services, approval_tools=("search_knowledge",))
+    request = PipelineRequest(query=QUESTION, knowledge_base_ids=("people",))
+    frames = [event async for event in graph.astream({"request": request}, config, context=context, stream_mode="custom")]
+    return graph, config, context, frames
+
+
+async def test_a_call_to_a_tool_needing_approval_waits_at_an_interrupt_then_runs_once_approved(services, scripted_model):
+    _script_one_search(scripted_model)
+    graph, config, context, frames = await _paused_at_approval(services, "approved")
+
+    [required] = [f for f in frames if f["response_type"] == "tool_approval_required"]
+    assert required["data"] == {"tool_call_id": "s1", "tool_name": "search_knowledge", "arguments": {"query": "who designed the Aurora sensor"}}
+    assert "tool_call" not in kinds(frames) and "complete" not in kinds(frames)  # nothing ran: the run waits
+    paused = await graph.aget_state(config)
+    assert paused.next == ("approval",)
+    assert paused.tasks[0].interrupts[0].value == {"tool_approval_required": [required["data"]]}  # in the checkpoint
+    assert len(scripted_model.requests) == 1
+
+    resumed = [event async for event in graph.astream(Command(resume={"s1": True}), config, context=context, stream_mode="custom")]
+    seen = kinds(resumed)
+    assert seen[:3] == ["tool_approval_resolved", "tool_call", "tool_result"] and seen[-1] == "complete"
+    assert resumed[0]["data"] == {"tool_call_id": "s1", "tool_name": "search_knowledge", "approved": True, "reason": ""}
+    assert resumed[2]["data"]["success"] is True and "passage" in resumed[2]["data"]["output"]
+    assert "designed by" in tool_messages(scripted_model.requests[-1])[0]  # the model read the search's passages
+    assert answer_text(resumed, 1) == "Mira Holt."
+
+
+async def test_a_denied_call_is_answered_with_the_refusal_and_never_run(services, scripted_model):
+    _script_one_search(scripted_model)
+    graph, config, context, _ = await _paused_at_approval(services, "denied")
+    resumed = [event async for event in graph.astream(Command(resume={"approved": False, "reason": "not the archive"}), config,
+                                                      context=context, stream_mode="custom")]
+
+    [resolved] = [f["data"] for f in resumed if f["response_type"] == "tool_approval_resolved"]
+    assert (resolved["approved"], resolved["reason"]) == (False, "not the archive")
+    [result] = [f["data"] for f in resumed if f["response_type"] == "tool_result"]
+    assert result["success"] is False and result["error"] == "not run: the user denied this call: not the archive"
+    assert tool_messages(scripted_model.requests[-1]) == [f"Error: {result['error']}"]
+    references = [r for f in resumed if f["response_type"] == "references" for r in f["knowledge_references"]]
+    assert references == []  # no search ran, so no passage was given
+    assert kinds(resumed)[-1] == "complete"
+
+
+async def test_tools_not_marked_for_approval_run_at_once(services, scripted_model):
+    _script_one_search(scripted_model)
+    frames = await run_turn(services, approval_tools=("web_fetch",))
+    assert "tool_approval_required" not in kinds(frames) and kinds(frames).count("tool_result") == 1 and kinds(frames)[-1] == "complete"
+
+
+def test_a_resume_value_decides_each_waiting_call_and_denies_what_it_leaves_out():
+    from ragline.graph.approval import NO_DECISION, decisions_from
+
+    assert decisions_from(True, ["a", "b"]) == {"a": (True, ""), "b": (True, "")}
+    assert decisions_from({"approved": False, "reason": "no"}, ["a"]) == {"a": (False, "no")}
+    assert decisions_from({"a": True, "b": {"approved": False, "reason": "x"}}, ["a", "b", "c"]) == {
+        "a": (True, ""), "b": (False, "x"), "c": (False, NO_DECISION)}
+    assert decisions_from("yes", ["a"]) == {"a": (False, NO_DECISION)}

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ragline.service.registry import MemoryRunRegistry, RedisRunRegistry, RunRecord
+from ragline.service.registry import Decision, MemoryRunRegistry, RedisRunRegistry, RunRecord
 from tests.redis_server import fresh_redis
 
 
@@ -96,10 +96,24 @@ async def test_a_late_heartbeat_never_takes_back_the_lease_of_a_run_that_ended(r
 
 async def test_an_agent_run_record_keeps_its_graph_and_tools_and_an_older_record_loads_as_a_pipeline_run(redis):
     registry = RedisRunRegistry(redis)
-    agent = dataclasses.replace(record(), graph="agent", agent_tools=("search_knowledge", "read_chunks"))
+    agent = dataclasses.replace(record(), graph="agent", agent_tools=("search_knowledge", "read_chunks"), approval_tools=("read_chunks",))
     await registry.begin(agent, "A", 5)
     assert await registry.get("m1") == agent  # the graph a takeover resumes, and the tools, as written
-    older = {k: v for k, v in dataclasses.asdict(record("s2", "m2")).items() if k not in ("graph", "agent_tools")}
+    older = {k: v for k, v in dataclasses.asdict(record("s2", "m2")).items() if k not in ("graph", "agent_tools", "approval_tools")}
     await redis.set(registry._k("run", "m2"), json.dumps(older))
     loaded = await registry.get("m2")
-    assert loaded is not None and (loaded.graph, loaded.agent_tools) == ("pipeline", ())
+    assert loaded is not None and (loaded.graph, loaded.agent_tools, loaded.approval_tools) == ("pipeline", (), ())
+
+
+async def test_a_waiting_tool_call_is_decided_once_kept_across_a_new_wait_and_forgotten_when_the_run_ends(registry):
+    await registry.begin(record(), "A", 5)
+    assert not await registry.decide("m1", "c1", Decision(True))  # nothing waits yet
+    await registry.await_approval("m1", ["c1", "c2"])
+    assert await registry.decisions("m1") == {"c1": None, "c2": None}
+    assert await registry.decide("m1", "c1", Decision(False, "no"))
+    assert not await registry.decide("m1", "c1", Decision(True))  # the first decision holds
+    assert not await registry.decide("m1", "c9", Decision(True))  # a call nobody waits on
+    await registry.await_approval("m1", ["c1", "c2"])  # a replica taking the run over waits again: the decision stays
+    assert await registry.decisions("m1") == {"c1": Decision(False, "no"), "c2": None}
+    await registry.finish(record())
+    assert await registry.decisions("m1") == {}

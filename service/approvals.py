@@ -1,0 +1,36 @@
+"""The user's decisions on the tool calls a paused agent-mode run waits on (tool approval).
+
+The graph pauses with an interrupt naming the calls (graph/approval.py); the run manager records
+them in the run registry, where a decision posted to any replica lands (POST .../approvals), and
+resumes the graph once every call is decided. A call left undecided too long is denied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from ragline.service.registry import Decision, RunRegistry
+
+
+def waiting_calls(interrupts: list[Any]) -> list[str]:
+    """The tool call ids the graph's interrupts wait on."""
+    return [item["tool_call_id"] for paused in interrupts if isinstance(paused, dict) for item in paused.get("tool_approval_required", [])]
+
+
+async def await_decisions(registry: RunRegistry, message_id: str, waiting: list[str], *, timeout_s: float, poll_s: float,
+                          stopped: Callable[[], bool]) -> dict[str, dict[str, Any]] | None:
+    """Each waiting call's decision as the graph's resume value ({"approved", "reason"} per call id),
+    once all are decided or timeout_s has passed (the rest denied); None when the run is stopped first."""
+    await registry.await_approval(message_id, waiting)
+    deadline = time.monotonic() + timeout_s
+    while not stopped():
+        decided = await registry.decisions(message_id)
+        if all(decided.get(call_id) is not None for call_id in waiting) or time.monotonic() >= deadline:
+            late = Decision(False, f"no decision within {timeout_s:g} s")
+            return {call_id: asdict(decided.get(call_id) or late) for call_id in waiting}
+        await asyncio.sleep(poll_s)
+    return None
