@@ -32,7 +32,7 @@ from ragline.api.sse import follow, last_event_id, sse_response
 from ragline.graph.request import PipelineRequest
 from ragline.service.access import ConflictError, Principal
 from ragline.service.assistants import Assistant
-from ragline.service.registry import Decision
+from ragline.service.registry import Decision, RunRecord
 
 TAG = "chat"
 SSE_ERRORS = (400, 401, 403, 404, 409, 422)
@@ -122,6 +122,14 @@ async def continue_stream(request: Request) -> Response:
     return await _resume(svc, session.id, message_id, None, coalesce_replay=True)
 
 
+async def _running(svc: AppServices, session_id: str, message_id: str | None, refusal: str) -> RunRecord:
+    """The session's running answer (the one named, if a message id is given); ConflictError(refusal) when there is none."""
+    record = await svc.backend.registry.running_in(session_id)
+    if record is None or (message_id is not None and record.assistant_message_id != message_id):
+        raise ConflictError(refusal)
+    return record
+
+
 @doc("Tell a running agent-mode answer something (owner only): its next step reads it (user_message_injected)", TAG,
      body=InjectRequest, response=InjectResult, errors=(401, 403, 404, 409, 422))
 async def inject(request: Request) -> Response:
@@ -129,9 +137,7 @@ async def inject(request: Request) -> Response:
     who = svc.authenticate(request)
     session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
     body = await inputs.body(request, InjectRequest)
-    record = await svc.backend.registry.running_in(session.id)
-    if record is None or (body.message_id is not None and record.assistant_message_id != body.message_id):
-        raise ConflictError("nothing is being generated in this session to tell; ask a new question instead")
+    record = await _running(svc, session.id, body.message_id, "nothing is being generated in this session to tell; ask a new question instead")
     await svc.runs.inject(record, body.content)
     return JSONResponse(InjectResult(message_id=record.assistant_message_id).model_dump(), status_code=202)
 
@@ -143,9 +149,7 @@ async def approve(request: Request) -> Response:
     who = svc.authenticate(request)
     session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
     body = await inputs.body(request, ApprovalRequest)
-    record = await svc.backend.registry.running_in(session.id)
-    if record is None or (body.message_id is not None and record.assistant_message_id != body.message_id):
-        raise ConflictError("nothing is being generated in this session, so no tool call waits for approval")
+    record = await _running(svc, session.id, body.message_id, "nothing is being generated in this session, so no tool call waits for approval")
     await svc.runs.decide(record, body.tool_call_id, Decision(body.approved, body.reason))
     result = ApprovalResult(message_id=record.assistant_message_id, tool_call_id=body.tool_call_id, approved=body.approved)
     return JSONResponse(result.model_dump(), status_code=202)
