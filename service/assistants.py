@@ -60,12 +60,10 @@ Name = Annotated[str, Field(min_length=1, max_length=200, description="What peop
 Description = Annotated[str, Field(max_length=2000)]
 Overridable = Annotated[builtins.list[str], Field(max_length=len(SETTINGS)), AfterValidator(_names("a request setting", SETTINGS)),
                         Field(description="Request settings a turn may set itself; any other a turn sets is refused.")]
-Tools = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
-                  AfterValidator(_names("a known tool", KNOWN_TOOLS)),
-                  Field(description="Tools agent mode may use.")]
-ApprovalTools = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
-                          AfterValidator(_names("a known tool", KNOWN_TOOLS)),
-                          Field(description="Tools whose calls wait for the user's approval (tool_approval_required) before they run.")]
+ToolNames = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
+                      AfterValidator(_names("a known tool", KNOWN_TOOLS))]
+Tools = Annotated[ToolNames, Field(description="Tools agent mode may use.")]
+ApprovalTools = Annotated[ToolNames, Field(description="Tools whose calls wait for the user's approval (tool_approval_required) before they run.")]
 
 
 def approval_within_tools(tools: builtins.list[str], approval_tools: builtins.list[str]) -> None:

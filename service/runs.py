@@ -13,7 +13,7 @@ client: a refresh or a dropped connection resumes from the stream.
 - the graph: the pipeline, or agent mode's graph for a turn naming an agent-mode assistant; the
   run record names it (RunRecord.graph), so a takeover resumes the graph that wrote the checkpoint.
 - durable runs (Redis): the holder renews a lease; a replica that finds a running run without a
-  lease takes it over, resumes the graph from its last checkpoint and keeps appending to the
+  lease takes it over (service/takeover.py), resumes the graph from its last checkpoint and keeps appending to the
   same stream through a ResumeFilter, so the client never sees text twice.
 """
 
@@ -52,11 +52,10 @@ from ragline.service.heap import HeapFreezer
 from ragline.service.models import check_models
 from ragline.service.registry import Decision, RunRecord, turn_of
 from ragline.service.relay import Run, StageEvents
-from ragline.service.replay import Transcript
-from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import LastRequestState, Session, utcnow
 from ragline.service.settle import settle_answer
 from ragline.service.start_slots import StartSlots
+from ragline.service.takeover import NOTHING_TO_RUN, takeover_input
 from ragline.service.titles import title_new_session
 from ragline.services import Services
 
@@ -214,17 +213,17 @@ class RunManager:
             run.start_slot = await self.start_slots.take()  # a burst of turns starts a few at a time
             graph_input: Any = {"request": run.request}
             if resume:
-                graph_input = await self._prepare_resume(run)
+                graph_input = await takeover_input(run, self.backend.streams, self.backend.registry)
             elif not self._at_rest.pop(record.session_id, False):  # no run holds the thread (the registry said so)
                 await threads.settle(run.driver.graph, record.session_id)  # clear what a dead one left pending
-            while graph_input is not _SKIP and not run.cancelled:
+            while graph_input is not NOTHING_TO_RUN and not run.cancelled:
                 async with asyncio.timeout(defaults.RUN_MAX_S):
                     async for event in run.driver.event_dicts(graph_input):  # agent_query went out at submit
                         await self._write(run, event)
                     if run.stage_events is not None:
                         await run.stage_events.delivered()
                 # paused for the user's approval (agent mode): resumed with the decisions, or left stopped
-                graph_input = await self._approvals(run) if run.driver.interrupts and run.driver.failure is None else _SKIP
+                graph_input = await self._approvals(run) if run.driver.interrupts and run.driver.failure is None else NOTHING_TO_RUN
                 if run.driver.failure is not None:
                     log.error("run %s failed", record.message_id, exc_info=run.driver.failure)
                 run.ended = run.driver.failure is None and not run.cancelled
@@ -256,14 +255,14 @@ class RunManager:
 
     async def _approvals(self, run: Run) -> Any:
         """The graph's resume once the user decided every tool call it waits on (service/approvals.py),
-        or _SKIP when the run is stopped meanwhile."""
+        or NOTHING_TO_RUN when the run is stopped meanwhile."""
         if run.start_slot is not None:
             run.start_slot.free()  # a waiting run holds no start slot
         decided = await await_decisions(self.backend.registry, run.record.message_id, waiting_calls(run.driver.interrupts),
                                         timeout_s=self.settings.agent_approval_timeout_s, poll_s=self.settings.stop_poll_s,
                                         stopped=lambda: run.cancelled)
         if decided is None:
-            return _SKIP
+            return NOTHING_TO_RUN
         run.driver.follow_latest()  # resume where the pause left the thread, not at a taken-over checkpoint
         return Command(resume=decided)
 
@@ -332,30 +331,6 @@ class RunManager:
 
     # --- durability: resume, heartbeat, takeover ---
 
-    async def _prepare_resume(self, run: Run) -> Any:
-        """What to feed the graph when taking a run over: None (continue), the request (restart), or _SKIP."""
-        record = run.record
-        entries = await self.backend.streams.read(record.session_id, record.message_id)
-        run.transcript = Transcript.of([entry.event for entry in entries])
-        run.resume_filter = ResumeFilter(run.transcript)
-        if run.transcript.complete:
-            run.already_complete = True
-            return _SKIP
-        if run.transcript.stopped or await self.backend.registry.stop_requested([record.message_id]):
-            run.context.cancel()
-            return _SKIP
-        state = await threads.snapshot(run.driver.graph, record.session_id)  # the run's own graph: its pending tasks
-        turn = state.values.get("turn")
-        if turn is not None and turn.assistant_message_id == record.assistant_message_id:
-            # Finished means no task at all. `next` alone is not enough: a process killed after a
-            # node wrote its results but before the next checkpoint leaves next=() with that
-            # node's writes pending, and the turn goes on from them.
-            if not state.next and not state.tasks:
-                return _SKIP
-            run.driver.config = state.config  # from exactly this checkpoint, not from a lagging "latest" pointer
-            return None
-        return {"request": run.request}
-
     async def _heartbeat(self, run: Run) -> None:
         period = min(defaults.RUN_HEARTBEAT_S, self.lease_ttl_s / 3)
         while True:
@@ -411,5 +386,3 @@ class RunManager:
         if title is not None:
             await self.backend.streams.append(record.session_id, record.message_id, as_json(events.session_title(turn_of(record), title)))
 
-
-_SKIP = object()
