@@ -189,3 +189,13 @@ async def waiting_calls(client, sid: str) -> list[dict]:
 async def test_an_assistant_may_not_ask_approval_for_a_tool_it_does_not_offer(acme):
     response = await acme.post(f"{V1}/assistants", json={"name": "R", "mode": "agent", "tools": ["search_knowledge"], "approval_tools": ["web_fetch"]})
     assert response.status_code == 422 and "'web_fetch', which the assistant's tools do not include" in response.json()["error"]["message"]
+
+
+async def test_an_update_may_not_leave_an_approval_tool_outside_the_tools(acme):
+    body = {"name": "R", "mode": "agent", "tools": ["search_knowledge", "read_chunks"], "approval_tools": ["search_knowledge"]}
+    assistant = (await acme.post(f"{V1}/assistants", json=body)).json()
+    for change in ({"tools": ["read_chunks"]}, {"approval_tools": ["web_fetch"]}):
+        response = await acme.patch(f"{V1}/assistants/{assistant['id']}", json=change)
+        assert response.status_code == 422 and "which the assistant's tools do not include" in response.json()["error"]["message"]
+    stored = (await acme.get(f"{V1}/assistants/{assistant['id']}")).json()
+    assert (stored["version"], stored["tools"], stored["approval_tools"]) == (1, ["search_knowledge", "read_chunks"], ["search_knowledge"])
