@@ -47,6 +47,7 @@ from ragline.models.chat import ChatClient, ChatModelError, StreamEnd
 from ragline.models.tool_calls import ToolCallRequest
 from ragline.nodes.begin_turn import begin_turn
 from ragline.nodes.tools import TOOLS, AgentTool, ToolContext
+from ragline.nodes.tools.mcp import mcp_tools
 from ragline.services import Services, services_of
 
 log = logging.getLogger(__name__)
@@ -82,10 +83,12 @@ def turn_registry(state: AgentState) -> Registry:
     return registry
 
 
-def offered_tools(context: RunContext) -> list[AgentTool]:
-    """The tools of this turn: those its assistant allows (every tool when it names none)."""
+async def offered_tools(context: RunContext, services: Services) -> list[AgentTool]:
+    """The tools of this turn: Ragline's that its assistant allows (every one when it names none),
+    then those of the MCP servers it names."""
     allowed = context.agent_tools
-    return [tool for name, tool in TOOLS.items() if not allowed or name in allowed]
+    own = [tool for name, tool in TOOLS.items() if not allowed or name in allowed]
+    return own + await mcp_tools(services, context.agent_mcp_servers, context.tenant_id)
 
 
 def _history(state: AgentState) -> list[dict[str, Any]]:
@@ -209,7 +212,7 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
             events.emit(context, events.reflection(turn, note + " Answering with what was found.", data={"limit": limit, "value": value}))
             update["limit"] = limit
         messages.append({"role": "user", "content": note + ANSWER_NOW})
-    tools = None if limit else [tool.schema() for tool in offered_tools(context)] or None
+    tools = None if limit else [tool.schema() for tool in await offered_tools(context, services)] or None
     try:
         raw, shown, thinking, end, stopped = await _stream_round(client, messages, tools, state, registry, context)
     except ChatModelError as exc:
@@ -237,7 +240,7 @@ async def tools(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
     context, services = context_of(runtime), services_of(runtime)
     request, turn = state["request"], state["turn"]
     registry = turn_registry(state)
-    offered = {tool.name: tool for tool in offered_tools(context)}
+    offered = {tool.name: tool for tool in await offered_tools(context, services)}
     budget = services.settings.agent_max_tool_calls - state.get("tool_calls_made", 0)
     tool_context = ToolContext(services, context.tenant_id, tuple(request.knowledge_base_ids), registry)
     answered: list[dict[str, Any]] = []

@@ -23,15 +23,21 @@ from ragline.graph import events
 from ragline.graph.agent_state import AgentState
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.state import TurnIds
+from ragline.mcp_client.names import split_name
 from ragline.models.tool_calls import ToolCallRequest
 
 NO_DECISION = "no decision was given"
 
 
+def needs_approval(tool_name: str, approval_tools: tuple[str, ...]) -> bool:
+    """Whether the assistant marks this tool as needing approval: by its name, or (an MCP tool) by its server's."""
+    return tool_name in approval_tools or split_name(tool_name)[0] in approval_tools
+
+
 def announce(turn: TurnIds, calls: list[ToolCallRequest], arguments: dict[str, dict[str, Any]], context: RunContext) -> list[str]:
     """The ids of the calls that wait for approval, each announced (tool_approval_required).
     A call that cannot run anyway (malformed arguments) does not wait: `tools` answers its error."""
-    waiting = [call for call in calls if call.name in context.approval_tools and not call.error]
+    waiting = [call for call in calls if needs_approval(call.name, context.approval_tools) and not call.error]
     for call in waiting:
         events.emit(context, events.tool_approval_required(turn, call.id, call.name, arguments[call.id]))
     return [call.id for call in waiting]

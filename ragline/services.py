@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ragline.generation.intents import ExemplarIntents
     from ragline.ingestion.image_chunks import ImageIndexer
     from ragline.ingestion.service import IngestionService
+    from ragline.mcp_client.client import McpClient
     from ragline.memory.service import MemoryService
     from ragline.models.chat import ChatClient
     from ragline.models.embeddings import Embedder
@@ -310,6 +311,13 @@ class Services:
         from ragline.tabular.analysis import TabularAnalysis
 
         return self._once("tabular", TabularAnalysis)
+
+    @property
+    def mcp(self) -> McpClient:
+        """The MCP servers agent-mode assistants may name (settings agent_mcp_servers), and their tool lists."""
+        from ragline.mcp_client.client import McpClient
+
+        return self._once("mcp", lambda: McpClient(self.settings.agent_mcp_servers))
 
     # --- lifecycle ---
 

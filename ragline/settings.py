@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline import defaults
@@ -53,6 +53,34 @@ class TenantWebSearch(BaseModel):
     searxng_url: str | None = Field(None, description="This tenant's SearXNG instance; unset uses web_search_searxng_url.")
 
 
+class McpServer(BaseModel):
+    """One MCP server whose tools agent-mode assistants may use. The operator lists them
+    (agent_mcp_servers); an assistant names one, so a client never chooses where Ragline connects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transport: Literal["streamable_http", "stdio"] = Field(description="streamable_http: a URL; stdio: a command Ragline starts.")
+    url: str | None = Field(None, description="streamable_http: the server's MCP endpoint.")
+    headers: dict[str, str] = Field(default_factory=dict, description="streamable_http: headers of every request (e.g. the server's Authorization).")
+    command: str | None = Field(None, description="stdio: the program to start, e.g. npx or python.")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments.")
+    env: dict[str, str] = Field(default_factory=dict, description="stdio: environment variables it gets besides a minimal default.")
+    tenants: list[str] = Field(default_factory=list, description="Tenants whose assistants may name it; empty: every tenant.")
+    timeout_s: float = Field(defaults.AGENT_MCP_TIMEOUT_S, gt=0, description="Longest wait to connect, list the tools, or run one call.")
+
+    @model_validator(mode="after")
+    def _where(self) -> McpServer:
+        if self.transport == "streamable_http" and not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError("a streamable_http MCP server needs an http(s) url")
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio MCP server needs a command")
+        return self
+
+
+# lower-case letters, digits and hyphens: a tool is offered as <server>__<tool>, so a name never holds "_"
+McpServerName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")]
+
+
 class Settings(BaseSettings, RetrievalFields):
     model_config = SettingsConfigDict(env_prefix="RAGLINE_", env_file=".env", extra="ignore")
 
@@ -86,6 +114,7 @@ class Settings(BaseSettings, RetrievalFields):
     agent_max_tool_calls: int = Field(defaults.AGENT_MAX_TOOL_CALLS, ge=1, description="Agent mode: tool calls in one turn, all rounds together; then the model answers with what it has.")
     agent_context_tokens: int = Field(defaults.AGENT_CONTEXT_TOKENS, ge=256, description="Agent mode: the loop's prompt budget in tokens; past AGENT_COMPACT_SHARE of it the earlier tool rounds are summarised.")
     agent_approval_timeout_s: float = Field(defaults.AGENT_APPROVAL_TIMEOUT_S, gt=0, description="Agent mode: how long a tool call waits for the user's approval (tool_approval_required) before it is denied.")
+    agent_mcp_servers: dict[McpServerName, McpServer] = Field(default_factory=dict, description='Agent mode: the MCP servers assistants may name (their tools become the agent\'s), as JSON: {"orders": {"transport": "streamable_http", "url": "https://..."}, "files": {"transport": "stdio", "command": "python", "args": ["server.py"]}}.')
     embedding_timeout_s: float = Field(defaults.EMBEDDING_TIMEOUT_S, gt=0, description="Longest wait for one remote embedding call.")
     rerank_timeout_s: float = Field(defaults.RERANK_TIMEOUT_S, gt=0, description="Longest wait for one rerank call; slower ones fall back to search scores.")
     provider_retries: int = Field(defaults.PROVIDER_RETRIES, ge=0, description="Retries of a remote model call after a 429, a 5xx or a refused connection (never after 4xx, a timeout, or streamed text).")

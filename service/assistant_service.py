@@ -29,6 +29,7 @@ from ragline.service.assistants import (
     AssistantMode,
     AssistantStore,
     Description,
+    McpServers,
     Name,
     Overridable,
     Tools,
@@ -54,10 +55,11 @@ class AssistantCreate(BaseModel):
     overridable: Overridable = Field(default_factory=lambda: list(SETTINGS), description="Settings a turn may set itself (default: all).")
     tools: Tools = Field(default_factory=list)
     approval_tools: ApprovalTools = Field(default_factory=list)
+    mcp_servers: McpServers = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _approval_within_tools(self) -> AssistantCreate:
-        approval_within_tools(self.tools, self.approval_tools)
+        approval_within_tools(self.tools, self.approval_tools, self.mcp_servers)
         return self
 
 
@@ -73,6 +75,7 @@ class AssistantUpdate(BaseModel):
     overridable: Overridable | None = None
     tools: Tools | None = None
     approval_tools: ApprovalTools | None = None
+    mcp_servers: McpServers | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class AssistantService:
 
     async def create(self, who: Principal, body: AssistantCreate) -> Assistant:
         assistant = Assistant(tenant_id=who.tenant_id, **body.model_dump(exclude={"config"}), config=body.config)
-        await self._check(who, assistant.config)
+        await self._check(who, assistant)
         await self.store.create(assistant)
         return assistant
 
@@ -138,7 +141,7 @@ class AssistantService:
 
     async def update(self, who: Principal, assistant_id: str, body: AssistantUpdate) -> Assistant:
         revise = revision(body)
-        await self._check(who, revise(await self.get(who, assistant_id)).config)
+        await self._check(who, revise(await self.get(who, assistant_id)))
         updated = await self.store.update(who.tenant_id, assistant_id, revise)
         if updated is None:  # deleted meanwhile
             raise NotFoundError(f"assistant {assistant_id} not found")
@@ -169,8 +172,16 @@ class AssistantService:
             raise UnprocessableError(f"{refused[0]} is set by assistant {assistant.name!r} and a turn may not override it (it allows: {allowed})")
         return AssistantTurn(effective_request(own, assistant.config), assistant)
 
-    async def _check(self, who: Principal, config: AgentConfig) -> None:
-        """The models on the tenant's allow list, the knowledge readable by the tenant."""
+    async def _check(self, who: Principal, assistant: Assistant) -> None:
+        """The models on the tenant's allow list, the knowledge readable by the tenant, the MCP
+        servers configured for it."""
+        config = assistant.config
+        mcp = self.services.mcp
+        unknown = [name for name in assistant.mcp_servers if not mcp.allowed(name, who.tenant_id)]
+        if unknown:
+            offered = ", ".join(name for name in mcp.servers if mcp.allowed(name, who.tenant_id)) or "none"
+            raise UnprocessableError(f"mcp_servers names {unknown[0]!r}, which is not an MCP server this service allows for the tenant "
+                                     f"(settings agent_mcp_servers; allowed: {offered})")
         check_models(config, self.services.settings, who.tenant_id)
         kb_ids, knowledge_ids = knowledge_named(config)
         if kb_ids or knowledge_ids:

@@ -27,6 +27,8 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from ragline.graph.request import AgentConfig
+from ragline.mcp_client.names import SEPARATOR
+from ragline.settings import McpServerName
 
 AssistantMode = Literal["pipeline", "agent"]
 # The tools agent mode offers (issue 28); an assistant names the ones it may use.
@@ -60,17 +62,34 @@ Name = Annotated[str, Field(min_length=1, max_length=200, description="What peop
 Description = Annotated[str, Field(max_length=2000)]
 Overridable = Annotated[builtins.list[str], Field(max_length=len(SETTINGS)), AfterValidator(_names("a request setting", SETTINGS)),
                         Field(description="Request settings a turn may set itself; any other a turn sets is refused.")]
-ToolNames = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
-                      AfterValidator(_names("a known tool", KNOWN_TOOLS))]
-Tools = Annotated[ToolNames, Field(description="Tools agent mode may use.")]
-ApprovalTools = Annotated[ToolNames, Field(description="Tools whose calls wait for the user's approval (tool_approval_required) before they run.")]
+MAX_MCP_SERVERS = 8  # an assistant's MCP servers: each one's tools cost prompt tokens every round
 
 
-def approval_within_tools(tools: builtins.list[str], approval_tools: builtins.list[str]) -> None:
-    """A tool needing approval must be one the assistant offers (all of them when it names none)."""
-    outside = [name for name in approval_tools if tools and name not in tools]
-    if outside:
-        raise ValueError(f"approval_tools names {', '.join(map(repr, outside))}, which the assistant's tools do not include")
+def _unique(names: builtins.list[str]) -> builtins.list[str]:
+    return list(dict.fromkeys(names))
+
+
+Tools = Annotated[builtins.list[str], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS)),
+                  AfterValidator(_names("a known tool", KNOWN_TOOLS)), Field(description="Tools agent mode may use.")]
+McpServers = Annotated[builtins.list[McpServerName], Field(max_length=MAX_MCP_SERVERS), AfterValidator(_unique),
+                       Field(description="MCP servers (of the operator's agent_mcp_servers) whose tools agent mode may call, as <server>__<tool>.")]
+ApprovalTools = Annotated[
+    builtins.list[Annotated[str, Field(max_length=100)]], BeforeValidator(_renamed_tools), Field(max_length=len(KNOWN_TOOLS) + 4 * MAX_MCP_SERVERS),
+    AfterValidator(_unique), Field(description="Tools whose calls wait for the user's approval (tool_approval_required) before they run: "
+                                               "a tool, an MCP server (each of its tools) or one MCP tool (<server>__<tool>)."),
+]
+
+
+def approval_within_tools(tools: builtins.list[str], approval_tools: builtins.list[str], mcp_servers: builtins.list[str]) -> None:
+    """A tool needing approval must be one the assistant offers (all known tools when it names none),
+    or an MCP server it names, or one tool of such a server."""
+    for name in approval_tools:
+        server = name.partition(SEPARATOR)[0]
+        if name in KNOWN_TOOLS and tools and name not in tools:
+            raise ValueError(f"approval_tools names {name!r}, which the assistant's tools do not include")
+        if name not in KNOWN_TOOLS and server not in mcp_servers:
+            raise ValueError(f"approval_tools names {name!r}, which is neither a known tool ({', '.join(KNOWN_TOOLS)}) "
+                             "nor one of the assistant's mcp_servers (or <server>__<tool> of one)")
 
 
 class Assistant(BaseModel):
@@ -87,13 +106,14 @@ class Assistant(BaseModel):
     overridable: Overridable = Field(default_factory=lambda: list(SETTINGS))
     tools: Tools = Field(default_factory=list)
     approval_tools: ApprovalTools = Field(default_factory=list)
+    mcp_servers: McpServers = Field(default_factory=list)
     version: int = Field(1, ge=1, description="1 when created; each update adds one, and every version stays readable.")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 
     @model_validator(mode="after")
     def _approval_within_tools(self) -> Assistant:
-        approval_within_tools(self.tools, self.approval_tools)
+        approval_within_tools(self.tools, self.approval_tools, self.mcp_servers)
         return self
 
     def sort_key(self) -> float:

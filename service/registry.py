@@ -39,6 +39,7 @@ class RunRecord:
     graph: str = "pipeline"  # the graph the turn runs, and a takeover resumes: "pipeline" or "agent" (an agent-mode assistant)
     agent_tools: tuple[str, ...] = ()  # agent mode: the tools the assistant allows (RunContext.agent_tools)
     approval_tools: tuple[str, ...] = ()  # agent mode: the tools whose calls wait for the user's approval
+    agent_mcp_servers: tuple[str, ...] = ()  # agent mode: the MCP servers whose tools the agent may call
 
     @property
     def message_id(self) -> str:
@@ -330,7 +331,7 @@ def _dump(record: RunRecord) -> str:
 
 def _load(raw: object) -> RunRecord:
     fields = json.loads(_text(raw))  # a record stored before a field existed gets its default
-    for name in ("agent_tools", "approval_tools"):
+    for name in ("agent_tools", "approval_tools", "agent_mcp_servers"):
         if name in fields:
             fields[name] = tuple(fields[name])
     return RunRecord(**fields)

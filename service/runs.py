@@ -113,7 +113,8 @@ class RunManager:
         (the request already holds its settings: AssistantService.turn), the run's agent is its
         configuration and the answer records its id and version."""
         check_models(request, self.settings, who.tenant_id)
-        if assistant is not None and assistant.mode == "agent":
+        agent = assistant if assistant is not None and assistant.mode == "agent" else None
+        if agent is not None:
             check_agent_model(request, self.settings)
         ids = turn_ids(RunContext(session_id=session.id))
         record = RunRecord(
@@ -130,9 +131,10 @@ class RunManager:
             assistant_id=assistant.id if assistant else "",
             assistant_version=assistant.version if assistant else 0,
             agent_json=assistant.config.model_dump_json(exclude_none=True) if assistant else "",
-            graph="agent" if assistant is not None and assistant.mode == "agent" else "pipeline",
-            agent_tools=tuple(assistant.tools) if assistant is not None and assistant.mode == "agent" else (),
-            approval_tools=tuple(assistant.approval_tools) if assistant is not None and assistant.mode == "agent" else (),
+            graph="agent" if agent is not None else "pipeline",
+            agent_tools=tuple(agent.tools) if agent is not None else (),
+            approval_tools=tuple(agent.approval_tools) if agent is not None else (),
+            agent_mcp_servers=tuple(agent.mcp_servers) if agent is not None else (),
         )
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:
@@ -175,6 +177,7 @@ class RunManager:
             assistant_version=record.assistant_version,
             agent_tools=tuple(record.agent_tools),
             approval_tools=tuple(record.approval_tools),
+            agent_mcp_servers=tuple(record.agent_mcp_servers),
             cancel_event=threading.Event(),
             services=self.services,
             inbox=partial(self.backend.registry.take_injected, record.message_id) if record.graph == "agent" else None,

@@ -11,7 +11,8 @@ import pytest
 # Set before ragline is imported anywhere: no network for litellm's cost map, isolated data.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from ragline.settings import get_settings
+from ragline.settings import McpServer, get_settings
+from tests.mcp_orders import over_stdio, served_over_http
 from tests.scripted_model import ScriptedModel
 
 SCRIPTED = "openai/scripted"
@@ -40,6 +41,19 @@ def scripted_server() -> Iterator[ScriptedModel]:
     server = ScriptedModel().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def orders_http() -> Iterator[McpServer]:
+    """The orders MCP server (tests/mcp_orders.py, the official SDK) over streamable HTTP on loopback."""
+    with served_over_http() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def orders_stdio() -> McpServer:
+    """The orders MCP server as a stdio command."""
+    return over_stdio()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LOWER = ("retrieval", "ingestion", "citations", "models", "memory", "entities", "web", "tabular")
+LOWER = ("retrieval", "ingestion", "citations", "models", "memory", "entities", "web", "tabular", "mcp_client")
 UPPER = ("ragline.graph", "ragline.nodes", "ragline.service", "ragline.api")
 
 

@@ -81,7 +81,7 @@ def read_config(args: argparse.Namespace, stored: dict[str, Any] | None = None) 
 def _body(args: argparse.Namespace, config: dict[str, Any] | None) -> dict[str, Any]:
     body: dict[str, Any] = {"name": args.name, "description": args.description, "mode": args.mode, "config": config,
                             "overridable": [n.strip() for n in args.overridable.split(",") if n.strip()] if args.overridable is not None else None,
-                            "tools": args.tool, "approval_tools": args.approval_tool}
+                            "tools": args.tool, "approval_tools": args.approval_tool, "mcp_servers": args.mcp_server}
     return {key: value for key, value in body.items() if value is not None}
 
 
@@ -132,7 +132,7 @@ async def assistant_update(args: argparse.Namespace, service: AssistantService, 
     stored = (await service.get(who, args.id)).config.model_dump(exclude_none=True) if args.set else None
     body = _body(args, _with_kb_ids(read_config(args, stored), service.services, who.tenant_id))
     if not body:
-        raise CLIError("nothing to change: give --name, --description, --mode, --config, --set, --overridable, --tool or --approval-tool")
+        raise CLIError("nothing to change: give --name, --description, --mode, --config, --set, --overridable, --tool, --approval-tool or --mcp-server")
     print(_summary(await service.update(who, args.id, AssistantUpdate.model_validate(body))))
     return 0
 
@@ -197,7 +197,11 @@ def _config_options(parser: argparse.ArgumentParser, *, creating: bool) -> None:
                         + (" (default: all)" if creating else " (replaces the list; '' for none)"))
     parser.add_argument("--tool", action="append", help="a tool agent mode may use (repeatable)" + ("" if creating else "; replaces the list"))
     parser.add_argument("--approval-tool", action="append", metavar="TOOL",
-                        help="one of the --tool tools whose every call waits for the user's approval (repeatable)" + ("" if creating else "; replaces the list"))
+                        help="a --tool tool, an --mcp-server (each of its tools) or one of its tools (SERVER__TOOL) whose every call waits "
+                             "for the user's approval (repeatable)" + ("" if creating else "; replaces the list"))
+    parser.add_argument("--mcp-server", action="append", metavar="NAME",
+                        help="an MCP server of the settings' agent_mcp_servers whose tools agent mode may call (repeatable)"
+                             + ("" if creating else "; replaces the list"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -125,6 +125,15 @@ def test_ask_with_an_assistant_runs_with_its_configuration(fresh_data_dir, scrip
     assert refused.stderr.strip() == "ragline: error: summary is set by assistant 'Bob' and a turn may not override it (it allows: language)"
 
 
+def test_an_assistant_names_mcp_servers_of_the_settings_and_their_tools_for_approval(fresh_data_dir, monkeypatch, cli):
+    monkeypatch.setenv("RAGLINE_AGENT_MCP_SERVERS", json.dumps({"orders": {"transport": "stdio", "command": "orders-server"}}))
+    made = ok(cli, "assistant", "create", "Desk", "--mode", "agent", "--mcp-server", "orders", "--approval-tool", "orders__cancel_order")
+    assert (shown(cli, made)["mcp_servers"], shown(cli, made)["approval_tools"]) == (["orders"], ["orders__cancel_order"])
+    code, _, err = cli("assistant", "update", made, "--mcp-server", "billing")
+    assert code == 2 and err == ("ragline: error: mcp_servers names 'billing', which is not an MCP server this service allows for the tenant "
+                                 "(settings agent_mcp_servers; allowed: orders)")
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("assistant", "create", "a", "--set", "max_tokens"), "--set takes key=value, e.g. --set summary.max_tokens=64; got 'max_tokens'"),
     (("assistant", "create", "a", "--config", "/no/such.json"), "/no/such.json: No such file or directory"),

@@ -237,12 +237,3 @@ async def test_tools_not_marked_for_approval_run_at_once(services, scripted_mode
     frames = await run_turn(services, approval_tools=("web_fetch",))
     assert "tool_approval_required" not in kinds(frames) and kinds(frames).count("tool_result") == 1 and kinds(frames)[-1] == "complete"
 
-
-def test_a_resume_value_decides_each_waiting_call_and_denies_what_it_leaves_out():
-    from ragline.graph.approval import NO_DECISION, decisions_from
-
-    assert decisions_from(True, ["a", "b"]) == {"a": (True, ""), "b": (True, "")}
-    assert decisions_from({"approved": False, "reason": "no"}, ["a"]) == {"a": (False, "no")}
-    assert decisions_from({"a": True, "b": {"approved": False, "reason": "x"}}, ["a", "b", "c"]) == {
-        "a": (True, ""), "b": (False, "x"), "c": (False, NO_DECISION)}
-    assert decisions_from("yes", ["a"]) == {"a": (False, NO_DECISION)}
