@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
 
 from ragline.graph import events, tracing
 from ragline.graph.context import RunContext
@@ -177,16 +178,28 @@ class TurnDriver:
         """Cards still open closed as failed, then complete."""
         return [*self._close_windows("the stage did not finish"), events.complete(self.turn, stopped=self.context.is_cancelled())]
 
-    async def run(self, request: PipelineRequest) -> AsyncIterator[StreamResponse]:
+    async def run(self, request: PipelineRequest, decide: Decide | None = None) -> AsyncIterator[StreamResponse]:
+        """The turn's events. When the graph pauses (agent mode's tool approval), `decide` is asked
+        for the resume value and the turn goes on; without one, the turn ends paused."""
         yield self.opening(request.query)
-        async for event in self.events({"request": request}):
-            yield event
+        graph_input: Any = {"request": request}
+        while True:
+            async for event in self.events(graph_input):
+                yield event
+            if not self.interrupts or decide is None or self.failed or self.context.is_cancelled():
+                break
+            graph_input = Command(resume=await decide(self.interrupts))
         for event in self.closing():
             yield event
 
 
+# what a host answers when the graph pauses: the interrupts' values in, the resume value out
+Decide = Callable[[list[Any]], Awaitable[Any]]
+
+
 async def stream_turn(graph: Graph, request: PipelineRequest, context: RunContext | None = None,
-                      config: RunnableConfig | None = None) -> AsyncIterator[StreamResponse]:
-    """Events of one turn on the session's thread (config's thread_id defaults to the session id)."""
-    async for event in TurnDriver(graph, context or RunContext(), config=config).run(request):
+                      config: RunnableConfig | None = None, decide: Decide | None = None) -> AsyncIterator[StreamResponse]:
+    """Events of one turn on the session's thread (config's thread_id defaults to the session id);
+    `decide` answers the graph's pauses (TurnDriver.run)."""
+    async for event in TurnDriver(graph, context or RunContext(), config=config).run(request, decide):
         yield event

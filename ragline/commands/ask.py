@@ -53,24 +53,26 @@ def _request(args: argparse.Namespace, query: str, kb_ids: list[str]) -> Pipelin
 
 async def _assistant_turn(args: argparse.Namespace, services: Services, query: str, kb_ids: list[str]) -> tuple[PipelineRequest, dict[str, Any]]:
     """With --assistant: its latest version's settings under the command line's own (which it must
-    allow), and what the run's context records of it."""
+    allow), and what the run's context records of it (in agent mode, its tools too)."""
     from ragline.commands.assistants import describe
     from ragline.service.access import Principal
-    from ragline.service.assistant_service import AssistantService
+    from ragline.service.assistant_service import AssistantService, check_agent_model
     from ragline.service.backend import open_assistant_store
 
     try:
         async with open_assistant_store(services) as store:
             turn = await AssistantService(store, services).turn(Principal(args.tenant, args.user), args.assistant, _fields(args, query, kb_ids))
+        if turn.assistant.mode == "agent":
+            check_agent_model(turn.request, services.settings)
     except Exception as exc:
         if (message := describe(exc)) is None:
             raise
         raise CLIError(message) from None
     used = turn.assistant
+    recorded: dict[str, Any] = {"agent": used.config, "assistant_id": used.id, "assistant_version": used.version}
     if used.mode == "agent":
-        raise CLIError(f"assistant {used.name!r} runs in agent mode, which ragline ask and chat do not run yet; "
-                       "ask it through ragline serve (the API, the OpenAI-compatible API or MCP)")
-    return turn.request, {"agent": used.config, "assistant_id": used.id, "assistant_version": used.version}
+        recorded |= {"agent_tools": tuple(used.tools), "approval_tools": tuple(used.approval_tools), "agent_mcp_servers": tuple(used.mcp_servers)}
+    return turn.request, recorded
 
 
 class _SampleProgress:
@@ -108,8 +110,8 @@ async def with_sample(args: argparse.Namespace, services: Services, ids: list[st
     return [*ids, (await ensure_sample_kb(stack, args.tenant, progress=_SampleProgress())).id]
 
 
-async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: str, session_id: str, kb_ids: list[str]) -> bool:
-    from ragline.commands.terminal import TerminalPrinter
+async def _ask(args: argparse.Namespace, graphs: Graphs, services: Services, query: str, session_id: str, kb_ids: list[str]) -> bool:
+    from ragline.commands.terminal import TerminalPrinter, approval_prompt
     from ragline.graph.context import RunContext
     from ragline.graph.events import ResponseType
     from ragline.graph.turn import stream_turn
@@ -117,8 +119,10 @@ async def _ask(args: argparse.Namespace, graph: Any, services: Services, query: 
     request, assistant = (await _assistant_turn(args, services, query, kb_ids)) if args.assistant else (_request(args, query, kb_ids), {})
     printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids or request.knowledge_base_ids))
     context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services, **assistant)
+    graph = graphs.agent() if "agent_tools" in assistant else graphs.pipeline()
+    decide = approval_prompt(sys.stderr, sys.stdin.readline)
     asked_at, first_token, completed = time.time(), None, None
-    async for event in stream_turn(graph, request, context):
+    async for event in stream_turn(graph, request, context, decide=decide):
         printer(event)
         if event.response_type == ResponseType.ANSWER and event.content and first_token is None:
             first_token = time.time()
@@ -144,13 +148,30 @@ def _timings(recent_calls: list[CallStats], asked_at: float, first_token: float 
     return "timings (s since start): " + "; ".join(parts) + f" [started_at={STARTED_AT:.3f}]"
 
 
-def _graph(args: argparse.Namespace, saver: object) -> Any:
-    from ragline.graph.graphs import build_graph
+class Graphs:
+    """The graphs a command's turns run on, compiled when first needed, on one checkpointer: the
+    pipeline --pipeline names, and agent mode's for an agent-mode --assistant."""
 
-    try:
-        return build_graph(args.pipeline, checkpointer=saver)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
+    def __init__(self, args: argparse.Namespace, saver: object) -> None:
+        self.args, self.saver = args, saver
+        self._compiled: dict[str, Any] = {}
+
+    def pipeline(self) -> Any:
+        from ragline.graph.graphs import build_graph
+
+        if "pipeline" not in self._compiled:
+            try:
+                self._compiled["pipeline"] = build_graph(self.args.pipeline, checkpointer=self.saver)
+            except ValueError as exc:
+                raise CLIError(str(exc)) from None
+        return self._compiled["pipeline"]
+
+    def agent(self) -> Any:
+        from ragline.graph.agent import build_agent_graph
+
+        if "agent" not in self._compiled:
+            self._compiled["agent"] = build_agent_graph(checkpointer=self.saver)
+        return self._compiled["agent"]
 
 
 async def _run_ask(args: argparse.Namespace) -> int:
@@ -164,7 +185,10 @@ async def _run_ask(args: argparse.Namespace) -> int:
         from ragline.checkpoints.savers import memory_saver
 
         kb_ids = await with_sample(args, services, kb_ids)
-        ok = await _ask(args, _graph(args, memory_saver()), services, query, str(uuid.uuid4()), kb_ids)
+        graphs = Graphs(args, memory_saver())
+        if not args.assistant:
+            graphs.pipeline()  # a wrong --pipeline fails before the model opens
+        ok = await _ask(args, graphs, services, query, str(uuid.uuid4()), kb_ids)
     finally:
         await services.aclose()
     return 0 if ok else 1
@@ -179,7 +203,9 @@ async def _run_chat(args: argparse.Namespace) -> int:
     try:
         kb_ids = await with_sample(args, services, knowledge_base_ids(args, services))
         async with sqlite_saver(services.settings.data_dir / "sessions.sqlite") as saver:
-            graph = _graph(args, saver)
+            graphs = Graphs(args, saver)
+            if not args.assistant:
+                graphs.pipeline()
             print(f"session {session_id} (continue later with --session {session_id}); empty line or Ctrl-D quits")
             while True:
                 try:
@@ -188,7 +214,7 @@ async def _run_chat(args: argparse.Namespace) -> int:
                     break
                 if not line.strip():
                     break
-                await _ask(args, graph, services, line, session_id, kb_ids)
+                await _ask(args, graphs, services, line, session_id, kb_ids)
     finally:
         await services.aclose()
     return 0

@@ -1,8 +1,12 @@
-"""What `ragline ask` and `ragline chat` print: thinking dimmed, answer plain, citations as [n]."""
+"""What `ragline ask` and `ragline chat` print: thinking dimmed, answer plain, citations as [n];
+in agent mode, each tool call and its result as a line on stderr, and the approval question."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from ragline.citations.plain import UNSUPPORTED_FOOTNOTE
@@ -13,6 +17,13 @@ UNSUPPORTED_NOTE = "[?] no passage of the knowledge base supports this sentence"
 UNSEARCHED_NOTE = "(no knowledge base was searched: this answer is the model's own, not from your documents; add --kb NAME or --sample)"
 _KB_TAG = re.compile(r"<(kb|web)\b([^>]*)/>")
 _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
+CALL_ARGUMENTS_CHARS = 120  # of a tool call's arguments shown on its line
+
+
+def call_line(name: str, arguments: dict[str, Any]) -> str:
+    """`search_knowledge(query="who designed it")`, the arguments cut to one short line."""
+    shown = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items())
+    return f"{name}({shown if len(shown) <= CALL_ARGUMENTS_CHARS else shown[:CALL_ARGUMENTS_CHARS] + '...'})"
 
 
 def place(location: dict[str, Any] | None) -> str:
@@ -40,6 +51,7 @@ class TerminalPrinter:
         self.model_cited: set[str] = set()  # ...of which the model itself cited these
         self.unsupported = False  # some sentence was marked as supported by no passage
         self.places: dict[str, str] = {}  # chunk id -> where its passage stands ("p. 3", a heading path)
+        self._agent_calls: set[str] = set()  # agent mode's tool calls (the pipeline's progress cards are not shown)
 
     def _footnote(self, match: re.Match[str]) -> str:
         attributes = dict(_ATTRIBUTE.findall(match.group(2)))
@@ -63,9 +75,38 @@ class TerminalPrinter:
             lines.append(UNSUPPORTED_NOTE)
         return "\n" + "\n".join(lines) if lines else ""
 
+    def _note(self, text: str) -> None:
+        """A line on stderr, after whatever the answer printed so far (dimmed on a terminal)."""
+        self.out.flush()
+        self.err.write(f"{DIM}{text}{RESET}\n" if self.color else f"{text}\n")
+
+    def _agent_step(self, event: StreamResponse) -> bool:
+        """Agent mode's steps: a superseded introduction ends its line, each tool call and result,
+        approvals and limits are a line each. False for any other event."""
+        kind, data = event.response_type, event.data or {}
+        call_id = str(data.get("tool_call_id") or "")
+        if kind == ResponseType.THINKING and data.get("thought"):
+            self.out.write("\n")  # the introduction the round streamed stays, on its own line
+        elif kind == ResponseType.TOOL_CALL and "arguments" in data:
+            self._agent_calls.add(call_id)
+            self._note(f"  -> {call_line(str(data.get('tool_name')), data.get('arguments') or {})}")
+        elif kind == ResponseType.TOOL_RESULT and call_id in self._agent_calls:
+            self._note(f"     {data.get('output') or 'done'}" if data.get("success") else f"     failed: {data.get('error')}")
+        elif kind == ResponseType.TOOL_APPROVAL_REQUIRED:
+            pass  # the approval prompt asks about the call
+        elif kind == ResponseType.TOOL_APPROVAL_RESOLVED and not data.get("approved"):
+            self._note(f"     denied{': ' + str(data['reason']) if data.get('reason') else ''}")
+        elif kind in (ResponseType.REFLECTION, ResponseType.USER_MESSAGE_INJECTED, ResponseType.CONTEXT_COMPACTED):
+            self._note(f"  ({event.content or kind})")
+        else:
+            return False
+        return True
+
     def __call__(self, event: StreamResponse) -> None:
         kind = event.response_type
-        if kind == ResponseType.THINKING and event.content:
+        if self._agent_step(event):
+            pass
+        elif kind == ResponseType.THINKING and event.content:
             if not self._in_thinking and self.color:
                 self.out.write(DIM)
             self._in_thinking = True
@@ -94,3 +135,22 @@ class TerminalPrinter:
         if self._in_thinking:
             self.out.write(RESET + "\n" if self.color else "\n")
             self._in_thinking = False
+
+
+def approval_prompt(err: TextIO, read_line: Callable[[], str]) -> Callable[[list[Any]], Any]:
+    """Agent mode's pauses answered at the terminal: each waiting call is asked "run it? [y/N]";
+    anything but y or yes (an empty line, a closed stdin) denies it."""
+
+    async def decide(interrupts: list[Any]) -> dict[str, dict[str, Any]]:
+        decisions: dict[str, dict[str, Any]] = {}
+        for paused in interrupts:
+            for call in paused.get("tool_approval_required", []) if isinstance(paused, dict) else []:
+                err.write(f"run {call_line(str(call.get('tool_name')), call.get('arguments') or {})}? [y/N] ")
+                err.flush()
+                line = await asyncio.to_thread(read_line)
+                approved = line.strip().lower() in ("y", "yes")
+                reason = "" if approved else ("denied at the terminal" if line else "no answer at the terminal (stdin closed)")
+                decisions[str(call.get("tool_call_id"))] = {"approved": approved, "reason": reason}
+        return decisions
+
+    return decide

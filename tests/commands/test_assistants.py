@@ -134,6 +134,59 @@ def test_an_assistant_names_mcp_servers_of_the_settings_and_their_tools_for_appr
                                  "(settings agent_mcp_servers; allowed: orders)")
 
 
+def _warranty_kb(data_dir: Path) -> None:
+    """The default tenant's knowledge base "kettle" with one document, in the data directory."""
+    import asyncio
+
+    from ragline.services import Services
+    from ragline.settings import Settings
+
+    async def build() -> None:
+        services = Services(Settings(data_dir=data_dir, redis_url=None))
+        try:
+            kb = services.retrieval.knowledge_bases.create("kettle", "default")
+            await services.ingestion.ingest_text(kb.id, "The Borealis kettle has a warranty of two years.", "Warranty", tenant_id="default")
+        finally:
+            await services.aclose()
+
+    asyncio.run(build())
+
+
+def test_ask_with_an_agent_mode_assistant_shows_each_tool_call_and_asks_before_one_needing_approval(fresh_data_dir, scripted_model, cli):
+    from tests.agent_script import tool_messages
+    from tests.scripted_model import ScriptedCall
+
+    _warranty_kb(fresh_data_dir)
+    scripted_model.on(lambda b: "tools" in b and not tool_messages(b), Reply.calling(ScriptedCall("search_knowledge", {"query": "warranty"}, id="s1"),
+                                                                                      text="Let me search."))
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 1, Reply.text("The warranty lasts two years."))
+    free = ok(cli, "assistant", "create", "Agent", "--mode", "agent", "--set", "knowledge_base_ids=kettle", "--tool", "search_knowledge")
+    asked = ragline("ask", "--assistant", free, "How long is the warranty?")
+    assert asked.returncode == 0 and asked.stdout == "Let me search.\nThe warranty lasts two years.\n", asked.stderr
+    assert asked.stderr.splitlines()[:2] == ['  -> search_knowledge(query="warranty")', "     1 passage: c1 Warranty"]
+
+    careful = ok(cli, "assistant", "create", "Careful", "--mode", "agent", "--set", "knowledge_base_ids=kettle", "--tool", "search_knowledge",
+                 "--approval-tool", "search_knowledge")
+    for answer, ran in (("y\n", True), ("\n", False), ("", False)):
+        scripted_model.requests.clear()
+        asked = subprocess.run([sys.executable, "-m", "ragline", "ask", "--assistant", careful, "How long is the warranty?"], input=answer,
+                               capture_output=True, text=True, timeout=120, env=os.environ)
+        assert asked.returncode == 0 and 'run search_knowledge(query="warranty")? [y/N] ' in asked.stderr, asked.stderr
+        result = tool_messages(scripted_model.requests[-1])[0]
+        if ran:
+            assert "Borealis kettle" in result and "1 passage: c1 Warranty" in asked.stderr
+        else:
+            reason = "denied at the terminal" if answer else "no answer at the terminal (stdin closed)"
+            assert result == f"Error: not run: the user denied this call: {reason}" and f"denied: {reason}" in asked.stderr
+
+
+def test_ask_with_an_agent_mode_assistant_and_the_local_model_is_refused_in_one_line(fresh_data_dir, cli):
+    made = ok(cli, "assistant", "create", "Agent", "--mode", "agent")
+    asked = ragline("ask", "--assistant", made, "Hello?")
+    assert asked.returncode == 2 and asked.stderr.startswith("ragline: error: agent mode needs a model with tool calling; the local model")
+    assert len(asked.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("assistant", "create", "a", "--set", "max_tokens"), "--set takes key=value, e.g. --set summary.max_tokens=64; got 'max_tokens'"),
     (("assistant", "create", "a", "--config", "/no/such.json"), "/no/such.json: No such file or directory"),
