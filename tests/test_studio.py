@@ -141,3 +141,68 @@ def test_studio_asks_over_a_knowledge_base_named_by_name_and_a_cancel_keeps_the_
     assert answered["messages"][-1]["additional_kwargs"]["citations"][0]["knowledge_base_id"] == kb.id
     partial = cancelled["messages"][-1]
     assert partial["type"] == "ai" and partial["content"].startswith("w0 w1") and cancelled["chat_response"]["stopped"] is True
+
+
+def test_published_assistants_are_the_graphs_assistants_in_studio_and_a_run_with_one_uses_its_configuration(dev_server, scripted_server):
+    """`ragline assistant publish`: each assistant of the tenant becomes the LangGraph assistant of the
+    same id on its mode's graph; publishing again follows an update and a delete. (A tenant of the
+    test's own: `langgraph dev` keeps its assistants across restarts, in .langgraph_api.)"""
+    import asyncio
+    import uuid
+
+    from langgraph_sdk import get_client
+
+    from tests.scripted_model import Reply
+
+    tenant = f"studio-{uuid.uuid4().hex[:8]}"
+
+    def ragline(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "ragline", "assistant", *args, "--tenant", tenant], capture_output=True, text=True,
+                              timeout=120, env=os.environ)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    bob = ragline("create", "Bob desk", "--set", "summary.prompt=You are Bob", "--set", "rewrite_enabled=false")
+    agent = ragline("create", "Researcher", "--mode", "agent", "--tool", "search_knowledge")
+    assert sorted(ragline("publish", "--url", dev_server).splitlines()) == sorted([
+        f"created    {bob}  ragline  Bob desk", f"created    {agent}  ragline_agent  Researcher"])
+    scripted_server.rules.clear()
+    scripted_server.on(lambda b: "You are Bob" in json.dumps(b.get("messages")), Reply.text("I am Bob."))
+    scripted_server.on(lambda b: "You are Carol" in json.dumps(b.get("messages")), Reply.text("I am Carol."))
+
+    async def listed_and_asked() -> tuple[list[dict], dict, dict]:
+        client = get_client(url=dev_server)
+        ours = await client.assistants.search(metadata={"ragline_tenant": tenant}, limit=10)
+        thread = await client.threads.create()
+        await client.runs.wait(thread["thread_id"], bob, input={"request": {"query": "Who are you?"}})
+        return ours, await client.assistants.get(agent), (await client.threads.get_state(thread["thread_id"]))["values"]
+
+    ours, researcher, answered = asyncio.run(listed_and_asked())
+    assert {(a["assistant_id"], a["graph_id"], a["name"]) for a in ours} == {(bob, "ragline", "Bob desk"), (agent, "ragline_agent", "Researcher")}
+    assert researcher["context"]["agent_tools"] == ["search_knowledge"] and researcher["context"]["assistant_version"] == 1
+    assert answered["chat_response"]["content"] == "I am Bob."
+    assert answered["messages"][-1]["additional_kwargs"]["assistant_id"] == bob
+
+    ragline("update", bob, "--set", "summary.prompt=You are Carol")
+    ragline("delete", agent)
+    assert sorted(ragline("publish", "--url", dev_server).splitlines()) == sorted([
+        f"updated    {bob}  ragline  Bob desk", f"removed    {agent}  ragline_agent  Researcher"])
+    assert ragline("publish", "--url", dev_server) == f"unchanged  {bob}  ragline  Bob desk"
+
+    async def after_the_update() -> tuple[dict, list[dict], dict]:
+        client = get_client(url=dev_server)
+        answered = await client.runs.wait(None, bob, input={"request": {"query": "Who are you?"}})
+        return await client.assistants.get(bob), await client.assistants.search(graph_id="ragline_agent", limit=10), answered
+
+    carol, agents, answered = asyncio.run(after_the_update())
+    assert carol["version"] == 2 and carol["context"]["assistant_version"] == 2 and answered["chat_response"]["content"] == "I am Carol."
+    assert agent not in [a["assistant_id"] for a in agents] and len(agents) >= 1  # the graph's own default assistant stays
+    ragline("delete", bob)
+    assert ragline("publish", "--url", dev_server) == f"removed    {bob}  ragline  Bob desk"
+
+
+def test_publishing_to_no_server_is_one_error_line(fresh_data_dir):
+    done = subprocess.run([sys.executable, "-m", "ragline", "assistant", "publish", "--url", f"http://127.0.0.1:{_free_port()}"],
+                          capture_output=True, text=True, timeout=120, env=os.environ)
+    assert done.returncode == 2 and done.stderr.startswith("ragline: error: the LangGraph server at http://127.0.0.1:")
+    assert done.stderr.strip().endswith("(is `langgraph dev` running there?)") and len(done.stderr.strip().splitlines()) == 1

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[[argparse.Namespace, "AssistantService", "Principal"], Coroutine[Any, Any, int]]
 SET_EXAMPLE = "--set summary.max_tokens=64"
+PUBLISH_PAGE = 100  # assistants read from the store at a time
 
 
 def parse_setting(text: str) -> tuple[list[str], Any]:
@@ -142,6 +143,33 @@ async def assistant_delete(args: argparse.Namespace, service: AssistantService, 
     return 0
 
 
+async def assistant_publish(args: argparse.Namespace, service: AssistantService, who: Principal) -> int:
+    """The tenant's assistants as LangGraph assistants of the server at --url (service/studio_assistants.py)."""
+    import httpx
+    from langgraph_sdk import get_client
+
+    from ragline.service.studio_assistants import publish
+
+    assistants: list[Assistant] = []
+    number = 1
+    while True:
+        page, total = await service.list(who, number, PUBLISH_PAGE)
+        assistants += page
+        if not page or len(assistants) >= total:
+            break
+        number += 1
+    client = get_client(url=args.url, api_key=None)
+    try:
+        published = await publish(assistants, who.tenant_id, client)
+    except httpx.HTTPError as exc:
+        raise CLIError(f"the LangGraph server at {args.url} did not take the assistants: {exc} (is `langgraph dev` running there?)") from None
+    finally:
+        await client.aclose()
+    for item in published:
+        print(f"{item.action:9}  {item.assistant_id}  {item.graph_id}  {item.name}")
+    return 0
+
+
 def describe(exc: Exception) -> str | None:
     """A refusal of the assistant service (or bad settings) in one line, or None for anything else."""
     from pydantic import ValidationError
@@ -231,3 +259,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     delete = sub.add_parser("delete", parents=[caller], help="delete an assistant with all its versions")
     delete.add_argument("id")
     delete.set_defaults(func=_command(assistant_delete))
+    publish = sub.add_parser("publish", parents=[caller], help="make the tenant's assistants LangGraph assistants of a langgraph dev "
+                             "server, so Studio lists them (again: updates the changed ones, removes the deleted)")
+    publish.add_argument("--url", default="http://127.0.0.1:2024", help="the LangGraph server (default: langgraph dev's)")
+    publish.set_defaults(func=_command(assistant_publish))
