@@ -46,7 +46,7 @@ from ragline.graph.state import ChatResponse
 from ragline.models.chat import ChatClient, ChatModelError, StreamEnd
 from ragline.models.tool_calls import ToolCallRequest
 from ragline.nodes.begin_turn import begin_turn
-from ragline.nodes.tools import TOOLS, AgentTool, ToolContext
+from ragline.nodes.tools import DEFAULT_TOOLS, TOOLS, AgentTool, ToolContext
 from ragline.nodes.tools.mcp import mcp_tools
 from ragline.services import Services, services_of
 
@@ -84,10 +84,10 @@ def turn_registry(state: AgentState) -> Registry:
 
 
 async def offered_tools(context: RunContext, services: Services) -> list[AgentTool]:
-    """The tools of this turn: Ragline's that its assistant allows (every one when it names none),
-    then those of the MCP servers it names."""
-    allowed = context.agent_tools
-    own = [tool for name, tool in TOOLS.items() if not allowed or name in allowed]
+    """The tools of this turn: Ragline's that its assistant allows (DEFAULT_TOOLS when it names
+    none), then those of the MCP servers it names."""
+    allowed = context.agent_tools or DEFAULT_TOOLS
+    own = [tool for name, tool in TOOLS.items() if name in allowed]
     return own + await mcp_tools(services, context.agent_mcp_servers, context.tenant_id)
 
 

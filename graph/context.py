@@ -43,7 +43,7 @@ class RunContext:
     agent: AgentConfig | None = field(default=None, metadata={"description": "Defaults for every request setting (the seed's agent configuration); a request's explicit values win."})
     assistant_id: str = field(default="", metadata={"description": "The stored assistant whose configuration `agent` is (service/assistants.py); recorded on the answer."})
     assistant_version: int = field(default=0, metadata={"description": "The version of that assistant; recorded on the answer."})
-    agent_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools the assistant allows (graph/agent.py); empty offers every tool."})
+    agent_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools the assistant allows (graph/agent.py); empty offers nodes/tools DEFAULT_TOOLS (not the web tools)."})
     approval_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools whose calls wait for the user's approval (graph/approval.py); an MCP server's name: each of its tools."})
     agent_mcp_servers: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the MCP servers (of settings agent_mcp_servers) whose tools the agent may call."})
     # Host-provided handles (not JSON): left out of the JSON schema, so Studio's context form shows

@@ -316,3 +316,13 @@ AGENT_MCP_TOOLS_TTL_S = 60.0  # how long a server's tool list is reused before i
 AGENT_MCP_MAX_TOOLS = 32  # tools taken from one server: each costs prompt tokens every round
 AGENT_MCP_SCHEMA_CHARS = 4_000  # a tool's description and argument schema, as JSON; a larger tool is not offered
 AGENT_MCP_RESULT_CHARS = 16_000  # of one MCP tool result the model reads; the rest is cut with a note
+
+# agent tools: web, data, entities (nodes/tools/web_search.py, web_fetch.py, data_analysis.py, entity_lookup.py)
+AGENT_WEB_QUERY_CHARS = 500  # of a web_search query: a search engine's question, not a paragraph (it leaves the service)
+AGENT_WEB_SNIPPET_CHARS = 1_000  # of one web result's snippet: a provider's two or three sentences; a longer one is cut
+AGENT_WEB_URL_CHARS = 2_048  # a longer web_fetch URL is refused: a page's address, not a payload
+AGENT_SQL_CHARS = 4_000  # of a data_analysis query: one SELECT, not a program
+AGENT_DATA_RESULT_CHARS = 8_000  # of a result table or a schema the model reads (DATA_ANALYSIS_MAX_ROWS bounds the rows too)
+AGENT_ENTITY_LOOKUP_MAX = 10  # entity names in one entity_lookup call: each is matched in every knowledge base
+AGENT_ENTITY_NAME_CHARS = 200  # of one entity name: a name, not a sentence
+AGENT_ENTITY_FACTS_CHARS = 4_000  # of the entities and relations listed as text; their chunks come as passages

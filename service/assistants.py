@@ -28,13 +28,14 @@ from redis.exceptions import WatchError
 
 from ragline.graph.request import AgentConfig
 from ragline.mcp_client.names import SEPARATOR
+from ragline.nodes.tools import DEFAULT_TOOLS, TOOLS
 from ragline.settings import McpServerName
 
 AssistantMode = Literal["pipeline", "agent"]
-# The tools agent mode offers (issue 28); an assistant names the ones it may use.
+# The tools agent mode offers (nodes/tools/); an assistant names the ones it may use.
 # read_chunks is the tool's name (nodes/tools/read_chunks.py); assistants stored before it had one
 # name it read_document, and load with it renamed.
-KNOWN_TOOLS = ("search_knowledge", "web_search", "web_fetch", "data_analysis", "entity_lookup", "read_chunks")
+KNOWN_TOOLS = tuple(TOOLS)
 TOOL_RENAMES = {"read_document": "read_chunks"}
 # The request settings an assistant configures, and a turn may be allowed to set itself.
 SETTINGS: tuple[str, ...] = tuple(AgentConfig.model_fields)
@@ -81,12 +82,14 @@ ApprovalTools = Annotated[
 
 
 def approval_within_tools(tools: builtins.list[str], approval_tools: builtins.list[str], mcp_servers: builtins.list[str]) -> None:
-    """A tool needing approval must be one the assistant offers (all known tools when it names none),
+    """A tool needing approval must be one the assistant offers (DEFAULT_TOOLS when it names none),
     or an MCP server it names, or one tool of such a server."""
+    offered = tools or DEFAULT_TOOLS
     for name in approval_tools:
         server = name.partition(SEPARATOR)[0]
-        if name in KNOWN_TOOLS and tools and name not in tools:
-            raise ValueError(f"approval_tools names {name!r}, which the assistant's tools do not include")
+        if name in KNOWN_TOOLS and name not in offered:
+            raise ValueError(f"approval_tools names {name!r}, which the assistant's tools do not include"
+                             + ("" if tools else f" (naming no tools, it is offered {', '.join(DEFAULT_TOOLS)})"))
         if name not in KNOWN_TOOLS and server not in mcp_servers:
             raise ValueError(f"approval_tools names {name!r}, which is neither a known tool ({', '.join(KNOWN_TOOLS)}) "
                              "nor one of the assistant's mcp_servers (or <server>__<tool> of one)")

@@ -15,6 +15,8 @@ from typing import Any
 
 from ragline import defaults
 from ragline.citations import Registry, SourceChunk
+from ragline.retrieval.passages import kb_ids_of
+from ragline.retrieval.types import Knowledge
 
 
 @dataclass(frozen=True)
@@ -50,3 +52,14 @@ def passage_summary(registry: Registry, sources: list[SourceChunk]) -> str:
         return "no passages"
     named = ", ".join(f"{registry.citable_alias(s)} {s.title}".strip() for s in sources)
     return f"{len(sources)} passage{'s' if len(sources) != 1 else ''}: {named}"[: defaults.AGENT_RESULT_SUMMARY_CHARS]
+
+
+def turn_document(context: ToolContext, document_id: str) -> Knowledge:
+    """The tenant's document in the turn's knowledge bases; any other is reported as not found.
+    Blocking (catalog reads): call it in a worker thread."""
+    stack = context.services.retrieval
+    knowledge = stack.catalog.get_knowledge(document_id)
+    allowed = kb_ids_of(stack, context.knowledge_bases, context.tenant_id) if context.knowledge_bases else []
+    if knowledge is None or knowledge.tenant_id != context.tenant_id or (allowed and knowledge.knowledge_base_id not in allowed):
+        raise LookupError(f"no document {document_id!r} in this turn's knowledge bases")
+    return knowledge

@@ -14,17 +14,12 @@ from typing import Any
 from ragline import defaults
 from ragline.citations import SourceChunk
 from ragline.ingestion.instructions import without_instructions
-from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary
-from ragline.retrieval.passages import kb_ids_of
+from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary, turn_document
 
 
 def _document_chunks(context: ToolContext, document_id: str) -> tuple[Any, list[Any]]:
-    stack = context.services.retrieval
-    knowledge = stack.catalog.get_knowledge(document_id)
-    allowed = kb_ids_of(stack, context.knowledge_bases, context.tenant_id) if context.knowledge_bases else []
-    if knowledge is None or knowledge.tenant_id != context.tenant_id or (allowed and knowledge.knowledge_base_id not in allowed):
-        raise LookupError(f"no document {document_id!r} in this turn's knowledge bases")
-    chunks = sorted((c for c in stack.catalog.chunks_of(document_id) if c.content.strip()), key=lambda c: c.chunk_index)
+    knowledge = turn_document(context, document_id)
+    chunks = sorted((c for c in context.services.retrieval.catalog.chunks_of(document_id) if c.content.strip()), key=lambda c: c.chunk_index)
     return knowledge, chunks
 
 

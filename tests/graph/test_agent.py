@@ -15,6 +15,7 @@ from ragline.graph.agent import build_agent_graph
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.services import Services
+from ragline.settings import Settings
 from tests.agent_script import BIRTHPLACE, DESIGNER, QUESTION, CitingAnswer, alias_of, tool_messages
 from tests.knowledge_base import create_knowledge_base
 from tests.scripted_model import Reply, ScriptedCall
@@ -237,3 +238,14 @@ async def test_tools_not_marked_for_approval_run_at_once(services, scripted_mode
     frames = await run_turn(services, approval_tools=("web_fetch",))
     assert "tool_approval_required" not in kinds(frames) and kinds(frames).count("tool_result") == 1 and kinds(frames)[-1] == "complete"
 
+
+
+async def test_an_assistant_naming_no_tools_is_offered_those_that_stay_inside_the_service():
+    from ragline.graph.agent import offered_tools
+    from ragline.nodes.tools import DEFAULT_TOOLS, TOOLS
+
+    services = Services(Settings(redis_url=None))
+    offered = [tool.name for tool in await offered_tools(RunContext(), services)]
+    assert offered == list(DEFAULT_TOOLS) and "web_search" not in offered and "web_fetch" not in offered
+    named = [tool.name for tool in await offered_tools(RunContext(agent_tools=("web_fetch", "search_knowledge")), services)]
+    assert named == ["search_knowledge", "web_fetch"] and set(TOOLS) > set(DEFAULT_TOOLS)
