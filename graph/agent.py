@@ -15,6 +15,9 @@ own, on the pipeline's services container (reached through RunContext.services),
 - `compact`: when the loop's prompt nears its token budget (settings agent_context_tokens, past
   AGENT_COMPACT_SHARE of it), the model summarises the tool rounds before the last one, their
   source handles kept, and a `context_compacted` says how many rounds and tokens it saved.
+- A model that sees (generation/vision.py supports_vision) gets the pictures of the passages the
+  tools returned, after the tool rounds, each labelled with its passage's handle (at most
+  CONTEXT_IMAGES_MAX; the state keeps their identities, the bytes are read for each call).
 - `answer` sends `references` (every passage the tools gave the model, every round) and ends
   the answer; the conversation keeps it, with the assistant it ran with.
 - Limits (settings agent_max_rounds, agent_max_tool_calls): when one is reached, a `reflection`
@@ -23,6 +26,7 @@ own, on the pipeline's services container (reached through RunContext.services),
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any, Literal
@@ -37,6 +41,7 @@ from ragline import defaults
 from ragline.citations import Registry, SourceChunk
 from ragline.citations.references import build_references, references_payload
 from ragline.generation.answer import assistant_message, chat_options, is_truncation, model_error_update
+from ragline.generation.vision import ImageRef, context_image_parts, supports_vision
 from ragline.graph import events
 from ragline.graph.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentState
 from ragline.graph.approval import announce, approval
@@ -65,6 +70,7 @@ LIMIT_NOTES = {
     "max_rounds": "The limit of {value} tool rounds for this question is reached.",
     "max_tool_calls": "The limit of {value} tool calls for this question is reached.",
 }
+IMAGES_NOTE = "The images of the passages the tools returned, each after the handle of its passage:"
 ANSWER_NOW = " Answer the question now with the information you already have; say what is missing, if anything."
 COMPACT_PROMPT = """Below are your earlier tool calls and their results while answering the question: {question}
 Write the notes you need to go on: every fact that bears on the question, each with the source ids it came from \
@@ -123,6 +129,19 @@ def _rounds(conversation: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         else:
             rounds.append([message])
     return rounds
+
+
+async def _images_message(state: AgentState, services: Services, registry: Registry) -> list[dict[str, Any]]:
+    """For a model that sees: one user message with the images of the passages the tools returned,
+    each labelled with its passage's handle; nothing for a text model or when there are none."""
+    request = state["request"]
+    found = list({image["url"]: image for image in state.get("tool_images", [])}.values())
+    if not found or not supports_vision(request.chat_model or services.settings.chat_model, services.settings, request):
+        return []
+    given = {s["chunk_id"]: SourceChunk.model_validate(s) for s in state.get("sources", [])}
+    refs = [ImageRef(registry.citable_alias(given[i["chunk_id"]]) if i["chunk_id"] in given else i["chunk_id"], i["url"]) for i in found]
+    parts = await asyncio.to_thread(context_image_parts, refs, services.images.store)
+    return [{"role": "user", "content": [{"type": "text", "text": IMAGES_NOTE}, *parts]}] if parts else []
 
 
 async def _injected(state: AgentState, context: RunContext) -> dict[str, Any]:
@@ -204,7 +223,7 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
     registry = turn_registry(state)
     limit, value = _limit_reached(state, services.settings)
     injected = await _injected(state, context)
-    messages = _prompt(state, registry) + injected["conversation"]
+    messages = _prompt(state, registry) + await _images_message(state, services, registry) + injected["conversation"]
     update: dict[str, Any] = dict(injected)
     if limit:
         note = LIMIT_NOTES[limit].format(value=value)
@@ -245,6 +264,7 @@ async def tools(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
     tool_context = ToolContext(services, context.tenant_id, tuple(request.knowledge_base_ids), registry)
     answered: list[dict[str, Any]] = []
     given: list[SourceChunk] = []
+    images: list[dict[str, str]] = []
     calls = [ToolCallRequest(**call) for call in state.get("pending_calls", [])]
     for index, call in enumerate(calls):
         arguments = registry.decode_tool_arguments(call.arguments)
@@ -270,12 +290,13 @@ async def tools(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
             else:
                 content = outcome.content
                 given += outcome.sources
+                images += outcome.images
                 events.emit(context, events.agent_tool_result(turn, call.id, call.name, success=True, output=outcome.summary))
         if error:
             events.emit(context, events.agent_tool_result(turn, call.id, call.name, success=False, error=error))
             content = f"Error: {error}"
         answered.append({"role": "tool", "tool_call_id": call.id, "content": content})
-    return {"conversation": answered, "sources": [s.model_dump(mode="json") for s in given], "pending_calls": [],
+    return {"conversation": answered, "sources": [s.model_dump(mode="json") for s in given], "tool_images": images, "pending_calls": [],
             "tool_calls_made": state.get("tool_calls_made", 0) + len(calls)}
 
 

@@ -16,12 +16,13 @@ from ragline.graph.state import PipelineState
 
 AGENT_RESETS: dict[str, Any] = {"rounds": 0, "tool_calls_made": 0, "pending_calls": [], "awaiting_approval": [], "denied": {},
                                 "limit": "", "answer_text": "", "answer_thinking": "", "finish_reason": None}
-AGENT_ACCUMULATING = ("conversation", "sources")
+AGENT_ACCUMULATING = ("conversation", "sources", "tool_images")
 
 
 class AgentState(PipelineState, total=False):
     conversation: Annotated[list[dict[str, Any]], operator.add]  # this turn's model messages after the prompt: assistant and tool
     sources: Annotated[list[dict[str, Any]], operator.add]  # every passage given to the model (SourceChunk as JSON), alias order
+    tool_images: Annotated[list[dict[str, str]], operator.add]  # {"chunk_id", "url"} of the images those passages hold, no bytes
     pending_calls: list[dict[str, Any]]  # the last reply's tool calls, still to run (ToolCallRequest as JSON)
     awaiting_approval: list[str]  # ids of those calls that wait for the user's approval (graph/approval.py)
     denied: dict[str, str]  # ids of calls the user denied, with the reason given: answered with it, never run

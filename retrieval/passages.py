@@ -8,24 +8,43 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragline import defaults
 from ragline.retrieval.reranking import rerank_results
-from ragline.retrieval.types import SearchParams, SearchResult
+from ragline.retrieval.types import ChunkType, SearchParams, SearchResult
 
 QUERY_LIMIT = 2_000  # characters of a tool call's question: an agent's query, not a document
+IMAGE_HITS = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION, ChunkType.IMAGE_VECTOR)
+
+
+@dataclass(frozen=True)
+class Found:
+    passages: list[SearchResult]  # reranked
+    image_candidates: list[SearchResult] = field(default_factory=list)  # image hits the rerank dropped, best first
 
 
 async def search_passages(stack: Any, reranker: Any, query: str, knowledge_bases: Sequence[str], tenant_id: str, *,
                           top_k: int = defaults.DEFAULT_RERANK_TOP_K) -> list[SearchResult]:
     """The reranked passages of `knowledge_bases` (names or ids) for `query`; a base the tenant
     may not read is reported as missing (RetrievalError), as any unknown base."""
+    return (await search_with_images(stack, reranker, query, knowledge_bases, tenant_id, top_k=top_k)).passages
+
+
+async def search_with_images(stack: Any, reranker: Any, query: str, knowledge_bases: Sequence[str], tenant_id: str, *,
+                             top_k: int = defaults.DEFAULT_RERANK_TOP_K) -> Found:
+    """`search_passages`, and the search's image hits kept aside before the rerank (at most
+    CONTEXT_IMAGES_MAX that it dropped): a text reranker judges a picture by its caption or OCR,
+    and a model that sees may still read the picture (the seed's search_knowledge image candidates)."""
     if not query.strip():
-        return []
+        return Found([])
     kb_ids = await asyncio.to_thread(kb_ids_of, stack, knowledge_bases, tenant_id)
     hits = await stack.searcher.search(SearchParams(query=query[:QUERY_LIMIT], knowledge_base_ids=kb_ids, tenant_id=tenant_id))
-    return await rerank_results(query, hits, reranker, threshold=defaults.DEFAULT_RERANK_THRESHOLD, top_k=top_k, scoped=False)
+    pictures = [hit for hit in hits if hit.chunk_type in IMAGE_HITS]
+    passages = await rerank_results(query, hits, reranker, threshold=defaults.DEFAULT_RERANK_THRESHOLD, top_k=top_k, scoped=False)
+    kept = {passage.id for passage in passages}
+    return Found(passages, [hit for hit in pictures if hit.id not in kept][: defaults.CONTEXT_IMAGES_MAX])
 
 
 def kb_ids_of(stack: Any, knowledge_bases: Sequence[str], tenant_id: str) -> list[str]:

@@ -32,6 +32,7 @@ class ToolOutcome:
     content: str  # what the model reads as the tool's result
     summary: str  # the tool_result event's output
     sources: list[SourceChunk] = field(default_factory=list)  # passages given to the model, registered in this order
+    images: list[dict[str, str]] = field(default_factory=list)  # {"chunk_id", "url"} of the images these passages hold (identities, no bytes)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,10 @@ The seed's agent tool of the same name (knowledgebase_search*.go HybridSearch): 
 path as the search API and the LangChain retriever (retrieval/passages.py). The passages are
 registered in the answer's one citation registry and the model reads them aliased (cN, dN, bN),
 exactly as the pipeline renders its contexts, so a citation resolves whichever round found it.
+The search's image hits are kept aside before the rerank (retrieval/passages.py), given to the
+model after the reranked passages, and the images of all of them are named in the outcome: a
+model that sees gets the pictures themselves in its next round (graph/agent.py), labelled with
+their passages' handles. Only the images' identities are kept, never their bytes.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from ragline.generation.citing import source_chunks
+from ragline.generation.vision import context_image_refs
 from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary
-from ragline.retrieval.passages import QUERY_LIMIT, search_passages
+from ragline.retrieval.passages import QUERY_LIMIT, search_with_images
 
 NOTHING_FOUND = "No passages matched the query. Try other words, or answer with what you have."
 
@@ -24,10 +29,12 @@ async def search_knowledge(arguments: dict[str, Any], context: ToolContext) -> T
     if not context.knowledge_bases:
         raise ValueError("this turn has no knowledge base to search")
     services = context.services
-    hits = await search_passages(services.retrieval, services.reranker(), query, context.knowledge_bases, context.tenant_id)
+    found = await search_with_images(services.retrieval, services.reranker(), query, context.knowledge_bases, context.tenant_id)
+    hits = found.passages + found.image_candidates
     sources = source_chunks(hits)
     rendered = context.registry.render_context(sources)
-    return ToolOutcome(rendered if sources else NOTHING_FOUND, passage_summary(context.registry, sources), sources)
+    images = [{"chunk_id": ref.chunk_id, "url": ref.url} for ref in context_image_refs(hits)]
+    return ToolOutcome(rendered if sources else NOTHING_FOUND, passage_summary(context.registry, sources), sources, images)
 
 
 SEARCH_KNOWLEDGE = AgentTool(

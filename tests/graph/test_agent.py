@@ -249,3 +249,47 @@ async def test_an_assistant_naming_no_tools_is_offered_those_that_stay_inside_th
     assert offered == list(DEFAULT_TOOLS) and "web_search" not in offered and "web_fetch" not in offered
     named = [tool.name for tool in await offered_tools(RunContext(agent_tools=("web_fetch", "search_knowledge")), services)]
     assert named == ["search_knowledge", "web_fetch"] and set(TOOLS) > set(DEFAULT_TOOLS)
+
+
+def _pictured(message: dict) -> tuple[str, list[str]]:
+    """(the text, the image URLs) of a message with content parts."""
+    parts = message["content"]
+    return " ".join(p["text"] for p in parts if p["type"] == "text"), [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+
+
+@pytest.mark.parametrize("sees", [True, False])
+async def test_search_knowledge_keeps_the_picture_the_reranker_dropped_and_a_model_that_sees_gets_it(tmp_path, scripted_model, sees):
+    """The seed's image candidates: the chart, found by its own vector (0.3 to the question: past the
+    recall bar, under the rerank rule's), is dropped by the text reranker yet given to the model as a
+    passage with a handle; a vision model's next round carries the picture labelled with it."""
+    import base64
+
+    from ragline.graph.turn import stream_turn
+    from ragline.retrieval.types import ChunkType
+    from tests.image_chain import CHART_PNG, image_chain_services, image_chain_settings, report_pdf
+    from tests.image_vectors import QUESTION as CHART_QUESTION
+    from tests.image_vectors import script_vectors
+
+    script_vectors(scripted_model, 0.3)
+    settings = image_chain_settings(scripted_model, tmp_path, **({} if sees else {"vision_models": []}))
+    core = image_chain_services(tmp_path, settings, scripted_model)
+    kb = core.retrieval.knowledge_bases.create("station", "default")
+    (tmp_path / "report.pdf").write_bytes(report_pdf())
+    knowledge = await core.ingestion.ingest_file(kb.id, tmp_path / "report.pdf")
+    [chart] = [c for c in core.retrieval.catalog.chunks_of(knowledge.id) if c.chunk_type == ChunkType.IMAGE_VECTOR]
+    scripted_model.on(lambda b: "tools" in b and not tool_messages(b), Reply.calling(ScriptedCall("search_knowledge", {"query": CHART_QUESTION}, id="s1")))
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 1, Reply.text("Monthly rainfall bars."))
+    request = PipelineRequest(query=CHART_QUESTION, knowledge_base_ids=[kb.id])
+    events = [e async for e in stream_turn(build_agent_graph(checkpointer=memory_saver()), request, RunContext(session_id="s-agent-chart", services=core))]
+
+    assert [e.knowledge_references for e in events if e.response_type == "references"][0][-1]["chunk_id"] == chart.id
+    assert scripted_model.rerank_requests  # the reranker ran, and turned the picture down
+    [result] = tool_messages(scripted_model.requests[1])
+    handle = re.findall(r'<result id="(c\d+)"', result)[-1]  # the picture's passage, after the reranked ones
+    pictured = [m for m in scripted_model.requests[1]["messages"] if m["role"] == "user" and isinstance(m["content"], list)]
+    if not sees:
+        assert pictured == []
+        return
+    [message] = pictured
+    text, urls = _pictured(message)
+    assert urls == ["data:image/png;base64," + base64.b64encode(CHART_PNG).decode()] and f"from {handle} " in text
