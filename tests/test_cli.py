@@ -137,3 +137,30 @@ def test_a_matched_source_prints_as_a_marked_footnote_and_is_listed_as_matched()
         "Pairing takes three minutes [1]. Hold the button.[1~] Two years.[2~]\n"
         "[1] setup\n[2] warranty (matched by Ragline, not cited by the model)\n"
     )
+
+
+def test_agent_mode_shows_each_tool_call_and_result_on_stderr_and_the_pipeline_shows_none():
+    import io
+
+    from ragline.commands.terminal import TerminalPrinter
+    from ragline.graph import events
+    from ragline.graph.events import ProgressWindow
+    from ragline.graph.state import TurnIds
+
+    turn = TurnIds("s", "r", "u", "a")
+    out, err = io.StringIO(), io.StringIO()
+    agent = TerminalPrinter(out, err, color=False, agent=True)
+    for event in (events.answer(turn, "Let me look."), events.thought(turn, "Let me look.", segment=0),
+                  events.agent_tool_call(turn, "s1", "search_knowledge", {"query": "pairing"}),
+                  events.agent_tool_result(turn, "s1", "search_knowledge", success=False, error="timeout"),
+                  events.answer(turn, "Three minutes."), events.complete(turn)):
+        agent(event)
+    assert (out.getvalue(), err.getvalue()) == ("Let me look.\nThree minutes.\n", '  -> search_knowledge(query="pairing")\n     failed: timeout\n')
+
+    out, err = io.StringIO(), io.StringIO()
+    pipeline = TerminalPrinter(out, err, color=False)
+    for event in (events.tool_call(turn, ProgressWindow("knowledge_search"), {"query": "pairing"}),
+                  events.tool_result(turn, ProgressWindow("knowledge_search"), success=True), events.answer(turn, "Three minutes."),
+                  events.complete(turn)):
+        pipeline(event)
+    assert (out.getvalue(), err.getvalue()) == ("Three minutes.\n", "")

@@ -117,9 +117,10 @@ async def _ask(args: argparse.Namespace, graphs: Graphs, services: Services, que
     from ragline.graph.turn import stream_turn
 
     request, assistant = (await _assistant_turn(args, services, query, kb_ids)) if args.assistant else (_request(args, query, kb_ids), {})
-    printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids or request.knowledge_base_ids))
+    agent = "agent_tools" in assistant  # an agent-mode assistant's turn records its tools
+    printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids or request.knowledge_base_ids), agent=agent)
     context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services, **assistant)
-    graph = graphs.agent() if "agent_tools" in assistant else graphs.pipeline()
+    graph = graphs.agent() if agent else graphs.pipeline()
     decide = approval_prompt(sys.stderr, sys.stdin.readline)
     asked_at, first_token, completed = time.time(), None, None
     async for event in stream_turn(graph, request, context, decide=decide):

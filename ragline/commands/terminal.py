@@ -42,16 +42,17 @@ class TerminalPrinter:
     uncited (`attributed="true"`) prints as [n~], and is listed as matched unless the model cited
     it elsewhere. A sentence no passage supports prints [?], explained under the sources."""
 
-    def __init__(self, out: TextIO, err: TextIO, color: bool, *, searched: bool = True) -> None:
+    def __init__(self, out: TextIO, err: TextIO, color: bool, *, searched: bool = True, agent: bool = False) -> None:
         self.out, self.err, self.color = out, err, color
         self.searched = searched  # False: no knowledge base was chosen, so the answer is the model's alone
+        self.agent = agent  # agent mode: its tool calls are shown (the pipeline's progress cards are not)
         self._in_thinking = False
         self.failed = False
         self.cited: dict[str, str] = {}  # chunk id or url -> label shown under the answer
         self.model_cited: set[str] = set()  # ...of which the model itself cited these
         self.unsupported = False  # some sentence was marked as supported by no passage
         self.places: dict[str, str] = {}  # chunk id -> where its passage stands ("p. 3", a heading path)
-        self._agent_calls: set[str] = set()  # agent mode's tool calls (the pipeline's progress cards are not shown)
+        self._agent_calls: set[str] = set()
 
     def _footnote(self, match: re.Match[str]) -> str:
         attributes = dict(_ATTRIBUTE.findall(match.group(2)))
@@ -83,11 +84,13 @@ class TerminalPrinter:
     def _agent_step(self, event: StreamResponse) -> bool:
         """Agent mode's steps: a superseded introduction ends its line, each tool call and result,
         approvals and limits are a line each. False for any other event."""
+        if not self.agent:
+            return False
         kind, data = event.response_type, event.data or {}
         call_id = str(data.get("tool_call_id") or "")
         if kind == ResponseType.THINKING and data.get("thought"):
             self.out.write("\n")  # the introduction the round streamed stays, on its own line
-        elif kind == ResponseType.TOOL_CALL and "arguments" in data:
+        elif kind == ResponseType.TOOL_CALL:
             self._agent_calls.add(call_id)
             self._note(f"  -> {call_line(str(data.get('tool_name')), data.get('arguments') or {})}")
         elif kind == ResponseType.TOOL_RESULT and call_id in self._agent_calls:
