@@ -15,8 +15,9 @@ from typing import Any
 
 from ragline import defaults
 from ragline.citations import Registry, SourceChunk
+from ragline.generation.citing import source_chunks
 from ragline.retrieval.passages import kb_ids_of
-from ragline.retrieval.types import Knowledge
+from ragline.retrieval.types import Knowledge, SearchResult
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,14 @@ def passage_summary(registry: Registry, sources: list[SourceChunk]) -> str:
         return "no passages"
     named = ", ".join(f"{registry.citable_alias(s)} {s.title}".strip() for s in sources)
     return f"{len(sources)} passage{'s' if len(sources) != 1 else ''}: {named}"[: defaults.AGENT_RESULT_SUMMARY_CHARS]
+
+
+def passages_outcome(context: ToolContext, results: list[SearchResult], nothing: str = "") -> ToolOutcome:
+    """The results as passages the model reads, registered in the answer's registry; `nothing` is
+    what the model reads when there are none."""
+    sources = source_chunks(results)
+    rendered = context.registry.render_context(sources)
+    return ToolOutcome(rendered if sources or not nothing else nothing, passage_summary(context.registry, sources), sources)
 
 
 def turn_document(context: ToolContext, document_id: str) -> Knowledge:

@@ -17,8 +17,7 @@ from typing import Any
 import duckdb
 
 from ragline import defaults
-from ragline.generation.citing import source_chunks
-from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary, turn_document
+from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passages_outcome, turn_document
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.types import Knowledge
 from ragline.tabular.analysis import synthetic_result
@@ -68,8 +67,7 @@ async def data_analysis(arguments: dict[str, Any], context: ToolContext) -> Tool
         except TabularError as exc:
             raise ValueError(_bounded(f"{exc}\nThe tables:\n{described}")) from exc
     content = _bounded(f'Data analysis of "{document.title}" (DuckDB SQL over the file):\n{sql}\n\nResult:\n{result.markdown()}')
-    sources = source_chunks([synthetic_result(document, content, sql=sql, row_count=len(result.rows), truncated=result.truncated)])
-    return ToolOutcome(context.registry.render_context(sources), passage_summary(context.registry, sources), sources)
+    return passages_outcome(context, [synthetic_result(document, content, sql=sql, row_count=len(result.rows), truncated=result.truncated)])
 
 
 DATA_ANALYSIS = AgentTool(

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragline import defaults
-from ragline.generation.citing import source_chunks
-from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary
+from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passages_outcome
 from ragline.retrieval.types import MatchType, SearchResult
 from ragline.web.fetch import FetchedPage
 from ragline.web.guard import BlockedAddressError
@@ -42,8 +41,7 @@ async def web_fetch(arguments: dict[str, Any], context: ToolContext) -> ToolOutc
             page = await fetcher.fetch(url)  # WebFetchError when the page fails, is not text or has none
         except BlockedAddressError as exc:
             raise ValueError(f"refused to fetch {url[:200]}: {exc} (only public web addresses are fetched)") from exc
-    sources = source_chunks([page_result(page)])
-    return ToolOutcome(context.registry.render_context(sources), passage_summary(context.registry, sources), sources)
+    return passages_outcome(context, [page_result(page)])
 
 
 WEB_FETCH = AgentTool(

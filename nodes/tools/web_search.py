@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragline import defaults
-from ragline.generation.citing import source_chunks
-from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary
+from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passages_outcome
 from ragline.retrieval.types import SearchResult
 
 NO_WEB_RESULTS = "The web search found nothing for the query. Try other words, or answer with what you have."
@@ -30,9 +29,7 @@ async def web_search(arguments: dict[str, Any], context: ToolContext) -> ToolOut
         raise ValueError("web_search needs a non-empty query")
     # raises WebSearchError ("duckduckgo search failed: ...") when the provider fails or is misconfigured
     results = await context.services.web_search.search(query.strip()[: defaults.AGENT_WEB_QUERY_CHARS], context.tenant_id)
-    sources = source_chunks(_bounded(results))
-    rendered = context.registry.render_context(sources)
-    return ToolOutcome(rendered if sources else NO_WEB_RESULTS, passage_summary(context.registry, sources), sources)
+    return passages_outcome(context, _bounded(results), NO_WEB_RESULTS)
 
 
 WEB_SEARCH = AgentTool(

@@ -63,3 +63,13 @@ class World:
             [GraphNode(name, kb, doc, chunk_ids=ids) for name, ids in nodes.items()],
             [GraphRelation(s, t, r, kb, doc, chunk_ids=ids) for s, r, t, ids in relations],
         )
+
+
+async def landmarks(world: World) -> tuple[KnowledgeBase, Knowledge, list[ChunkRecord]]:
+    """A base "Landmarks" with one document of three passages, and the graph read from it: the
+    Eiffel Tower and Paris (first passage), Gustave Eiffel (second), who designed the tower."""
+    kb = await world.kb("Landmarks")
+    tower, chunks = world.document(kb, "Tower", ["The Eiffel Tower is in Paris.", "Gustave Eiffel's company built it.", "Unrelated."])
+    await world.graph(tower, {"Eiffel Tower": [chunks[0].id], "Paris": [chunks[0].id], "Gustave Eiffel": [chunks[1].id]},
+                      [("Gustave Eiffel", "designed", "Eiffel Tower", [chunks[1].id])])
+    return kb, tower, chunks

@@ -5,7 +5,7 @@ from ragline.graph.state import merge_search_results
 from ragline.nodes.entity_search import entity_search
 from ragline.settings import get_settings
 from tests.entities.conftest import falkordb, world  # noqa: F401 (fixtures)
-from tests.entities.world import World
+from tests.entities.world import landmarks
 
 
 def _state(request, entities, kb_ids, targets=None):
@@ -15,16 +15,8 @@ def _state(request, entities, kb_ids, targets=None):
     return state
 
 
-async def _landmarks(world: World):
-    kb = await world.kb("Landmarks")
-    tower, chunks = world.document(kb, "Tower", ["The Eiffel Tower is in Paris.", "Gustave Eiffel's company built it.", "Unrelated."])
-    await world.graph(tower, {"Eiffel Tower": [chunks[0].id], "Paris": [chunks[0].id], "Gustave Eiffel": [chunks[1].id]},
-                      [("Gustave Eiffel", "designed", "Eiffel Tower", [chunks[1].id])])
-    return kb, tower, chunks
-
-
 async def test_entity_search_turns_matched_nodes_and_relations_into_results_with_score_zero(world):
-    kb, tower, chunks = await _landmarks(world)
+    kb, tower, chunks = await landmarks(world)
     update = await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["Eiffel Tower"], [kb.id]), world.runtime())
     results = update["search_results"]
     assert [r.id for r in results] == [chunks[0].id, chunks[1].id]  # the node's chunk, then its relation's
@@ -38,7 +30,7 @@ async def test_entity_search_turns_matched_nodes_and_relations_into_results_with
 
 
 async def test_entity_search_results_merge_with_chunk_search_without_duplicates(world):
-    kb, _, chunks = await _landmarks(world)
+    kb, _, chunks = await landmarks(world)
     update = await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["Eiffel Tower"], [kb.id]), world.runtime())
     chunk_hit = update["search_results"][0].model_copy(update={"score": 0.8, "metadata": {}})
     merged = merge_search_results([chunk_hit], update["search_results"])
@@ -46,7 +38,7 @@ async def test_entity_search_results_merge_with_chunk_search_without_duplicates(
 
 
 async def test_chunks_of_deleted_documents_and_knowledge_bases_are_dropped(world):
-    kb, tower, chunks = await _landmarks(world)
+    kb, tower, chunks = await landmarks(world)
     other_doc, other_chunks = world.document(kb, "Museum", ["The Louvre is near the Eiffel Tower."])
     await world.graph(other_doc, {"Eiffel Tower": [other_chunks[0].id]})
     request = PipelineRequest(query="q", knowledge_base_ids=(kb.id,))
@@ -58,7 +50,7 @@ async def test_chunks_of_deleted_documents_and_knowledge_bases_are_dropped(world
 
 
 async def test_chunks_outside_the_turns_knowledge_bases_are_dropped(world):
-    kb, tower, chunks = await _landmarks(world)
+    kb, tower, chunks = await landmarks(world)
     other = await world.kb("Other")
     other_doc, other_chunks = world.document(other, "Secret", ["Eiffel Tower internal notes."])
     # a stale node of the in-scope base pointing at a chunk that lives in another base
@@ -70,7 +62,7 @@ async def test_chunks_outside_the_turns_knowledge_bases_are_dropped(world):
 
 
 async def test_a_scoped_target_searches_only_its_documents(world):
-    kb, tower, chunks = await _landmarks(world)
+    kb, tower, chunks = await landmarks(world)
     museum, museum_chunks = world.document(kb, "Museum", ["The Louvre is near the Eiffel Tower."])
     await world.graph(museum, {"Eiffel Tower": [museum_chunks[0].id]})
     targets = [SearchTarget(knowledge_base_id=kb.id, knowledge_ids=(museum.id,))]
@@ -99,13 +91,13 @@ async def test_entity_search_returns_at_most_30_chunks(world):
 
 
 async def test_without_entities_entity_search_does_nothing(world):
-    kb, _, _ = await _landmarks(world)
+    kb, _, _ = await landmarks(world)
     assert await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), [], [kb.id]), world.runtime()) == {}
     assert await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["Paris"], []), world.runtime()) == {}
 
 
 async def test_an_unreachable_graph_server_yields_no_graph_results(world, monkeypatch):
-    kb, _, _ = await _landmarks(world)
+    kb, _, _ = await landmarks(world)
     monkeypatch.setenv("RAGLINE_GRAPH_BOLT_URL", "bolt://127.0.0.1:9")  # nothing listens on the discard port
     get_settings.cache_clear()
     world.store = open_graph_store(get_settings())
@@ -116,7 +108,7 @@ async def test_entity_search_over_neo4j_bolt(world, falkordb, monkeypatch):
     monkeypatch.setenv("RAGLINE_GRAPH_BOLT_URL", falkordb.bolt_url)
     get_settings.cache_clear()
     world.store = open_graph_store(get_settings())
-    kb, _, chunks = await _landmarks(world)
+    kb, _, chunks = await landmarks(world)
     update = await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["gustave"], [kb.id]), world.runtime())
     assert [r.id for r in update["search_results"]] == [chunks[1].id]
     assert update["graph_result"]["relations"][0]["target"] == "Eiffel Tower"

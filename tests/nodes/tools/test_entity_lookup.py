@@ -13,7 +13,7 @@ from ragline.retrieval.errors import KnowledgeBaseNotFoundError
 from ragline.services import Services
 from ragline.settings import get_settings
 from tests.entities.conftest import world  # noqa: F401 (fixtures)
-from tests.entities.world import World
+from tests.entities.world import World, landmarks
 
 
 def _context(world: World, *knowledge_bases: str, tenant_id: str = "default") -> ToolContext:
@@ -21,16 +21,8 @@ def _context(world: World, *knowledge_bases: str, tenant_id: str = "default") ->
     return ToolContext(services, tenant_id, knowledge_bases, Registry())
 
 
-async def _landmarks(world: World):
-    kb = await world.kb("Landmarks")
-    tower, chunks = world.document(kb, "Tower", ["The Eiffel Tower is in Paris.", "Gustave Eiffel's company built it.", "Unrelated."])
-    await world.graph(tower, {"Eiffel Tower": [chunks[0].id], "Paris": [chunks[0].id], "Gustave Eiffel": [chunks[1].id]},
-                      [("Gustave Eiffel", "designed", "Eiffel Tower", [chunks[1].id])])
-    return kb, tower, chunks
-
-
 async def test_relations_are_text_and_the_chunks_behind_them_cited_passages(world):
-    kb, tower, chunks = await _landmarks(world)
+    kb, tower, chunks = await landmarks(world)
     context = _context(world, "Landmarks")
     outcome = await ENTITY_LOOKUP.run({"entities": ["eiffel tower", "Eiffel  Tower"]}, context)
     facts, rendered = outcome.content.split("\n\n", 1)
@@ -43,13 +35,13 @@ async def test_relations_are_text_and_the_chunks_behind_them_cited_passages(worl
 
 
 async def test_an_unknown_entity_is_said_plainly(world):
-    await _landmarks(world)
+    await landmarks(world)
     outcome = await ENTITY_LOOKUP.run({"entities": ["Louvre"]}, _context(world, "Landmarks"))
     assert (outcome.content, outcome.sources, outcome.summary) == (NOTHING_KNOWN, [], "no entity found")
 
 
 async def test_only_the_turns_bases_are_searched_and_deleted_documents_say_nothing(world):
-    kb, tower, _ = await _landmarks(world)
+    kb, tower, _ = await landmarks(world)
     other = await world.kb("Other")
     secret, secret_chunks = world.document(other, "Secret", ["The Louvre is near the Eiffel Tower."])
     await world.graph(secret, {"Louvre": [secret_chunks[0].id]})
@@ -60,7 +52,7 @@ async def test_only_the_turns_bases_are_searched_and_deleted_documents_say_nothi
 
 
 async def test_another_tenants_base_is_not_found(world):
-    await _landmarks(world)
+    await landmarks(world)
     with pytest.raises(KnowledgeBaseNotFoundError, match="Landmarks"):
         await ENTITY_LOOKUP.run({"entities": ["Eiffel Tower"]}, _context(world, "Landmarks", tenant_id="acme"))
 
@@ -85,6 +77,6 @@ async def test_a_deployment_without_a_graph_says_why(world):
     ({"entities": ["Eiffel Tower"]}, (), "no knowledge base"),
 ])
 async def test_malformed_calls_are_refused(world, arguments, knowledge_bases, error):
-    await _landmarks(world)
+    await landmarks(world)
     with pytest.raises(ValueError, match=error):
         await ENTITY_LOOKUP.run(arguments, _context(world, *knowledge_bases))
