@@ -119,6 +119,12 @@ class Assistant(BaseModel):
         approval_within_tools(self.tools, self.approval_tools, self.mcp_servers)
         return self
 
+    def agent_tools(self) -> dict[str, tuple[str, ...]]:
+        """What a run's context (RunContext, RunRecord) holds of an agent-mode assistant's tools; {} in pipeline mode."""
+        if self.mode != "agent":
+            return {}
+        return {"agent_tools": tuple(self.tools), "approval_tools": tuple(self.approval_tools), "agent_mcp_servers": tuple(self.mcp_servers)}
+
     def sort_key(self) -> float:
         """The most recently changed first (a Redis sorted-set score)."""
         return self.updated_at.timestamp() * 1000

@@ -132,9 +132,7 @@ class RunManager:
             assistant_version=assistant.version if assistant else 0,
             agent_json=assistant.config.model_dump_json(exclude_none=True) if assistant else "",
             graph="agent" if agent is not None else "pipeline",
-            agent_tools=tuple(agent.tools) if agent is not None else (),
-            approval_tools=tuple(agent.approval_tools) if agent is not None else (),
-            agent_mcp_servers=tuple(agent.mcp_servers) if agent is not None else (),
+            **(agent.agent_tools() if agent is not None else {}),
         )
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:

@@ -30,11 +30,8 @@ class Published:
 
 def studio_context(assistant: Assistant) -> dict[str, Any]:
     """The run context (graph/context.py RunContext, as JSON) of a turn with this assistant."""
-    context: dict[str, Any] = {"tenant_id": assistant.tenant_id, "agent": assistant.config.model_dump(mode="json", exclude_none=True),
-                               "assistant_id": assistant.id, "assistant_version": assistant.version}
-    if assistant.mode == "agent":
-        context |= {"agent_tools": assistant.tools, "approval_tools": assistant.approval_tools, "agent_mcp_servers": assistant.mcp_servers}
-    return context
+    return {"tenant_id": assistant.tenant_id, "agent": assistant.config.model_dump(mode="json", exclude_none=True),
+            "assistant_id": assistant.id, "assistant_version": assistant.version, **assistant.agent_tools()}
 
 
 def _metadata(assistant: Assistant) -> dict[str, Any]:

@@ -69,10 +69,7 @@ async def _assistant_turn(args: argparse.Namespace, services: Services, query: s
             raise
         raise CLIError(message) from None
     used = turn.assistant
-    recorded: dict[str, Any] = {"agent": used.config, "assistant_id": used.id, "assistant_version": used.version}
-    if used.mode == "agent":
-        recorded |= {"agent_tools": tuple(used.tools), "approval_tools": tuple(used.approval_tools), "agent_mcp_servers": tuple(used.mcp_servers)}
-    return turn.request, recorded
+    return turn.request, {"agent": used.config, "assistant_id": used.id, "assistant_version": used.version, **used.agent_tools()}
 
 
 class _SampleProgress:
