@@ -39,13 +39,14 @@ class OcrEngine:
     def read(self, data: bytes) -> str:
         """The image's text, lines joined by newlines, cut at IMAGE_OCR_MAX_CHARS ("" when it has none).
 
-        The caller has checked the pixel count (ingestion/images.py) before this decodes anything.
+        The caller has checked the pixel count (ingestion/images.py) before this decodes anything;
+        a larger image is read scaled down to IMAGE_OCR_DECODE_MAX_SIDE.
         """
         import numpy as np
         from PIL import Image
 
         with Image.open(io.BytesIO(data)) as image:  # a GIF: its first frame
-            rgba = image.convert("RGBA")
+            rgba = decoded_within(image, defaults.IMAGE_OCR_DECODE_MAX_SIDE).convert("RGBA")
         # transparent pixels are often black underneath: flattened as they are, dark text would vanish
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         pixels = np.array(Image.alpha_composite(white, rgba).convert("RGB"))
@@ -56,3 +57,14 @@ class OcrEngine:
         # a line with under two letters or digits is a chart bar or a border read as ".I.i": noise, not text
         text = "\n".join(t for t in (str(line[1]).strip() for line in lines or []) if sum(c.isalnum() for c in t) >= 2)
         return text[: defaults.IMAGE_OCR_MAX_CHARS]
+
+
+def decoded_within(image: Any, max_side: int) -> Any:
+    """The image's pixels with its longest side at most `max_side`: a JPEG is decoded at a reduced
+    scale (draft), anything else decoded once and scaled down at once, so that the copies OCR makes
+    next (RGBA, the white background, RGB, the array) are each at most max_side squared."""
+    if max(image.size) <= max_side:
+        return image
+    image.draft("RGB", (max_side, max_side))  # JPEG only: decodes at 1/2, 1/4 or 1/8 of the size
+    image.thumbnail((max_side, max_side))
+    return image

@@ -198,6 +198,7 @@ PDF_TABLE_MIN_ROWS = 3  # a PDF table: at least a header and two rows of aligned
 PDF_TABLE_MAX_COLUMNS = 12  # more "cells" in a line is spaced-out text, not a table
 PDF_TABLE_CELL_MAX_CHARS = 40  # a longer cell is a column of prose (a two-column page), not a table cell
 PDF_TABLE_COLUMN_SLACK = 2  # characters a cell may start (or end) off its column in pypdf's layout text
+PARSE_MEMORY_BYTES = 768 * 1024 * 1024  # an upload's parse runs in a child process whose address space may grow this much (ingestion/isolated.py)
 ARCHIVE_MAX_UNPACKED_BYTES = 200 * 1024 * 1024  # a .docx/.xlsx unpacking to more than this is a decompression bomb
 TEXT_MIN_PRINTABLE_SHARE = 0.95  # a "text" file with more control characters than this is binary, not text
 
@@ -208,6 +209,7 @@ IMAGE_MIN_SIDE = 16  # smaller images (icons, bullets, spacers) hold no readable
 IMAGES_MAX_PER_DOCUMENT = 50  # OCR costs ~0.3-3 s an image on 2 cores; further images are counted, not read
 IMAGE_OCR_MAX_CHARS = 4_000  # text read from one image (about a dense page); the rest is cut
 IMAGE_OCR_MIN_SCORE = 0.5  # recognised lines below this confidence are noise (rapidocr's own default)
+IMAGE_OCR_DECODE_MAX_SIDE = 4096  # OCR decodes a larger image scaled down to this side: a 25 MP image costs 50 MB, not 500 (a 300 dpi A4 page fits whole)
 IMAGE_OCR_DETECT_MAX_SIDE = 960  # the detector sees the image scaled to this longest side: 10x faster than upscaling, same text on screenshots
 IMAGE_CAPTION_MAX_TOKENS = 300  # a caption is a paragraph; the cap stops a rambling vision model
 IMAGE_CAPTION_MAX_CHARS = 2_000

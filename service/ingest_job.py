@@ -51,12 +51,13 @@ def precheck(data: bytes, filename: str) -> None:
 
 
 def document_of(record: JobRecord, data: bytes, stop: threading.Event | None = None) -> TextDocument:
-    """The job's document: the file parsed by its extension (until `stop` is set), or the text as it is."""
+    """The job's document: the file parsed by its extension in a child process (until `stop` is set;
+    its memory bounded and given back, ingestion/isolated.py), or the text as it is."""
     if record.kind == "text":
         return TextDocument(data.decode(), record.title, record.source, "txt")
-    from ragline.ingestion.parsers import parse_bytes
+    from ragline.ingestion.isolated import parse_isolated
 
-    parsed = parse_bytes(data, Path(record.filename).suffix, record.filename, stop)
+    parsed = parse_isolated(data, Path(record.filename).suffix, record.filename, stop)
     return TextDocument.parsed(parsed, record.title or parsed.title or Path(record.filename).stem, record.source)
 
 

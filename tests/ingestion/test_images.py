@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from ragline import defaults
 from ragline.ingestion.image_chunks import ImageIndexer, ImageReading, image_chunk_records
@@ -274,3 +274,16 @@ async def test_a_cancelled_ingestion_stops_between_images(stack, tmp_path):
     await asyncio.sleep(0.1)
     assert ocr.reads == 1 and stack.catalog.list_knowledge(kb.id) == []
 
+
+
+def test_ocr_reads_a_huge_image_scaled_down_and_a_scaled_screenshot_still_reads(monkeypatch):
+    engine = OcrEngine()
+    seen: list[tuple[int, ...]] = []
+    engine._engine = lambda pixels: (seen.append(pixels.shape), ([], None))[1]  # what the detector is handed
+    engine.read(large_png(6_000, 3_000))  # 18 M pixels: each full-size copy OCR makes would be 54-72 MB
+    assert seen == [(2_048, 4_096, 3)]
+    monkeypatch.setattr(defaults, "IMAGE_OCR_DECODE_MAX_SIDE", 900)
+    big = Image.new("RGB", (1_800, 520), "white")  # the screenshot drawn at twice its size
+    for i, line in enumerate(SCREEN):
+        ImageDraw.Draw(big).text((48, 60 + i * 120), line, fill="black", font=ImageFont.load_default(size=60))
+    assert OcrEngine().read(png_of(big)).replace(" ", "") == "\n".join(SCREEN).replace(" ", "")  # read, word spacing aside
