@@ -28,7 +28,8 @@ _ATOM_MARK = "\ue000"  # private-use character: never a separator, never in real
 # 3: no chunk is longer than CHUNK_ATOM_MAX_FACTOR x the chunk size, whatever the input's shape.
 # 4: a chunk's vector is made with its document's title in front (embedding_text).
 # 5: each chunk records its location (offsets in the document's text, a PDF's pages): references open the passage.
-CHUNKER_VERSION = 5
+# 6: an atom past all reason is cut into parts packed up to the chunk size, not one part per separator.
+CHUNKER_VERSION = 6
 
 
 @dataclass
@@ -220,8 +221,20 @@ def chunk_text(text: str, size: int, overlap: int, base: list[tuple[int, str]] |
             if len(content) <= limit:
                 drafts.append(ChunkDraft(content, headings))
             else:  # an atom past all reason (one giant table row, a line without spaces): cut like text
-                drafts.extend(ChunkDraft(part.strip(), headings) for part in split_recursive(content, size) if part.strip())
+                drafts.extend(ChunkDraft(part.strip(), headings) for part in _packed(split_recursive(content, size), size) if part.strip())
     return drafts
+
+
+def _packed(parts: list[str], size: int) -> list[str]:
+    """Neighbouring parts joined while they fit `size`: a giant row's cells make chunks of many
+    cells, not one chunk per cell (a 200,000-column row made 400,000 chunks of one cell each)."""
+    packed: list[str] = []
+    for part in parts:
+        if packed and len(packed[-1]) + len(part) <= size:
+            packed[-1] += part
+        else:
+            packed.append(part)
+    return packed
 
 
 def chunk_document(text: str, config: ChunkingConfig) -> ChunkPlan:
