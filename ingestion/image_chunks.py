@@ -28,7 +28,8 @@ from ragline.ingestion.chunker import chunk_text, embedding_text
 from ragline.ingestion.ids import new_id
 from ragline.ingestion.image_store import StoredImages
 from ragline.ingestion.images import ExtractedImage
-from ragline.ingestion.ocr import OcrEngine
+from ragline.ingestion.ocr import ImageReader
+from ragline.ingestion.ocr_process import OcrProcess
 from ragline.models.chat import ChatClient, ChatOptions
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import ChunkRecord
@@ -57,10 +58,10 @@ class ImageReading:
 class ImageIndexer:
     """Store, read and describe images; constructed once (the OCR engine loads on first use)."""
 
-    def __init__(self, store: StoredImages, ocr: OcrEngine | None = None, vision: ChatClient | None = None,
+    def __init__(self, store: StoredImages, ocr: ImageReader | None = None, vision: ChatClient | None = None,
                  embedder: Embedder | None = None) -> None:
         self.store = store
-        self.ocr = ocr or OcrEngine()
+        self.ocr = ocr or OcrProcess()  # its memory is given back between documents
         self.vision = vision
         self.embedder = embedder  # the multimodal embedding model; None: no image vectors
 

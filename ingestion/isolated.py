@@ -25,9 +25,10 @@ from ragline import defaults
 from ragline.ingestion.parsers import ParsedDocument, parse_bytes
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, ParsingStopped
 
-_CONTEXT = multiprocessing.get_context("forkserver")
+CONTEXT = multiprocessing.get_context("forkserver")
 # imported once by the fork server, so that each parse starts in milliseconds with its libraries loaded
-_CONTEXT.set_forkserver_preload(["ragline.ingestion.isolated", "docx", "openpyxl", "pypdf", "PIL.Image"])
+CONTEXT.set_forkserver_preload(["ragline.ingestion.isolated", "docx", "openpyxl", "pypdf", "PIL.Image",
+                               "rapidocr_onnxruntime"])
 _POLL_S = 0.1  # how often a waiting parent looks at the stop event; the result itself wakes it at once
 _JOIN_S = 5.0
 _NEAR_LIMIT = 32 * 2**20  # a failure this close to the cap is the cap's
@@ -40,9 +41,9 @@ def parse_isolated(data: bytes, file_type: str, name: str = "", stop: threading.
     DocumentTooLargeError; one that dies otherwise (a crash in a parser library) an IngestionError.
     """
     label = name or f"the .{file_type.lower().lstrip('.')} file"
-    receive, send = _CONTEXT.Pipe(duplex=False)
-    child = _CONTEXT.Process(target=_parse_in_child, name="ragline-parse", daemon=True,
-                             args=(send, data, file_type, name, _limits(), defaults.PARSE_MEMORY_BYTES))
+    receive, send = CONTEXT.Pipe(duplex=False)
+    child = CONTEXT.Process(target=_parse_in_child, name="ragline-parse", daemon=True,
+                             args=(send, data, file_type, name, limits(), defaults.PARSE_MEMORY_BYTES))
     child.start()
     send.close()  # the child holds the only writing end: a dead child reads as end of file
     try:
@@ -58,7 +59,7 @@ def parse_isolated(data: bytes, file_type: str, name: str = "", stop: threading.
     raise error_type(message)
 
 
-def _limits() -> dict[str, Any]:
+def limits() -> dict[str, Any]:
     """The limits as this process holds them (a test or an operator may have changed one)."""
     return {key: value for key, value in vars(defaults).items() if key.isupper()}
 
@@ -76,10 +77,10 @@ def _wait(receive: Connection, child: Any, stop: threading.Event | None, label: 
         elif not child.is_alive() and not receive.poll(0):
             break
     child.join(_JOIN_S)
-    raise _death(child.exitcode, label)
+    raise death(child.exitcode, label)
 
 
-def _death(exitcode: int | None, label: str) -> IngestionError:
+def death(exitcode: int | None, label: str) -> IngestionError:
     if exitcode is not None and exitcode < 0:
         how = f"signal {signal.Signals(-exitcode).name}" if -exitcode in signal.valid_signals() else f"signal {-exitcode}"
     else:
@@ -117,6 +118,12 @@ def _cap_address_space(extra: int) -> int:
     limit = now + extra if hard == resource.RLIM_INFINITY else min(now + extra, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     return limit
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (VmRSS)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _peak_address_space() -> int:

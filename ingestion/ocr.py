@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from ragline import defaults
 from ragline.retrieval.errors import IngestionError
@@ -18,6 +18,10 @@ from ragline.retrieval.errors import IngestionError
 
 class OcrUnavailableError(IngestionError):
     """rapidocr-onnxruntime (or OpenCV's system libraries) cannot be imported: the image is refused, saying why."""
+
+
+class ImageReader(Protocol):
+    def read(self, data: bytes) -> str: ...
 
 
 class OcrEngine:

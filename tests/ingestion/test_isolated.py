@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ragline import defaults
-from ragline.ingestion.isolated import _death, parse_isolated
+from ragline.ingestion.isolated import death, parse_isolated
 from ragline.ingestion.parsers import parse_bytes
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError, ParsingStopped
 from tests.ingestion.image_fixtures import chart_image, pdf_with_image
@@ -75,8 +75,8 @@ def test_a_stop_kills_the_child_at_once_and_leaves_no_process():
 
 
 def test_a_child_that_dies_is_an_ingestion_error_naming_how():
-    assert str(_death(-signal.SIGSEGV, "x.pdf")) == "cannot parse x.pdf: its parser stopped (signal SIGSEGV)"
-    killed = _death(-signal.SIGKILL, "x.pdf")
+    assert str(death(-signal.SIGSEGV, "x.pdf")) == "cannot parse x.pdf: its parser stopped (signal SIGSEGV)"
+    killed = death(-signal.SIGKILL, "x.pdf")
     assert isinstance(killed, DocumentTooLargeError) and "most likely out of memory" in str(killed)
 
 
