@@ -11,7 +11,8 @@ server's RSS before, at its peak, and after the job (after 3 s of rest), in MB.
 
 The series: what issue 32's hostile probe used, rebuilt in code, so nothing is downloaded: a CSV
 row of 200,000 columns, a 2 MB line without spaces, DOCX files of many paragraphs (within the
-unpacked limit) and a zip bomb, a sheet past the row limit, a 25-megapixel 16-bit PNG, a PNG and a
+unpacked limit) and a zip bomb, a sheet past the row limit and one of 190 MB of
+strings, a 25-megapixel 16-bit PNG, a PNG and a
 GIF whose headers lie, a 2,000-page PDF and a truncated one, JSON nested 100,000 deep, a Markdown
 file of 60 embedded images, a 9 MB HTML table. Nothing is pass/fail: it prints a table.
 """
@@ -91,10 +92,25 @@ def xlsx_rows(rows: int) -> bytes:
     return out.getvalue()
 
 
+def xlsx_long_strings(cells: int, chars: int) -> bytes:
+    """A sheet of `cells` distinct strings of `chars` characters: openpyxl reads all shared strings first."""
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet("notes")
+    for i in range(cells):
+        sheet.append([f"{i:06d}" + "x" * (chars - 6)])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
 def pdf_pages(pages: int) -> bytes:
     from tests.ingestion.pdf_fixtures import pdf_pages as build
 
-    return build([[(72.0, 720.0 - n % 40 * 12, f"Reading {n} of the station: wind {n % 37} m/s, rain {n % 11} mm.")] for n in range(pages)])
+    words = ("wind", "rain", "pressure", "humidity", "temperature", "gusts", "dew point", "frost")
+    # each page's line differs in its words, not only its numbers: a line on every page is a running header
+    return build([[(72.0, 720.0, f"The {words[n % 8]} and {words[n // 8 % 8]} readings of day {n}.")] for n in range(pages)])
 
 
 def markdown_images(count: int) -> bytes:
@@ -118,6 +134,7 @@ SERIES: dict[str, tuple[str, Callable[[], bytes]]] = {
     "docx-1.9m-paragraphs": ("many.docx", lambda: docx(1_900_000)),
     "docx-zip-bomb": ("bomb.docx", zip_bomb),
     "xlsx-100k+1-rows": ("rows.xlsx", lambda: xlsx_rows(100_001)),
+    "xlsx-190mb-of-strings": ("notes.xlsx", lambda: xlsx_long_strings(6_000, 32_000)),
     "png-25mp-16bit": ("big16.png", lambda: png16(5_000, 5_000)),
     "png-header-lies": ("bomb.png", lying_png),
     "gif-header-lies": ("bomb.gif", lying_gif),
