@@ -191,6 +191,8 @@ class LocalChatEngine:
                     yield part
             finally:
                 perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+                if self._prompt_cache:
+                    self._prompt_cache.learn()
                 self.recent_calls.append(CallStats(
                     prompt_tokens=cached + max(perf.n_p_eval, 0),
                     cached_tokens=cached,

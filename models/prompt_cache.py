@@ -12,6 +12,10 @@ token prefix of the two is what every call with the same system messages starts 
 rounds of a conversation come after it, prefilled like the question). llama-cpp-python then
 reuses that prefix by itself: its `generate` compares the prompt with the tokens already in the
 KV cache and evaluates only the rest.
+
+Past the fixed prefix, prompts recur too: questions about the same part of a knowledge base get the
+same passage first in their context. A start that two recent prompts share is kept in memory
+(RecurringStarts) and restored for the next prompt that begins with it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import itertools
 import logging
 import os
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,9 @@ log = logging.getLogger(__name__)
 
 MIN_PREFIX_TOKENS = 32  # shorter prefixes cost less to evaluate than to restore
 MEMORY_ENTRIES = 8  # prefixes kept in memory: a handful of system prompts per process
+SHARED_MIN_TOKENS = 32  # a recurring start must run this far past the fixed prefix to be kept
+RECENT_PROMPTS = 16  # the prompts each new one is compared with to find a recurring start
+RECURRING_MAX_BYTES = 96 * 2**20  # states of recurring starts kept in memory (~28 KB a token for the 1.5B model)
 _PROBES = ("\u2460", "\u2461")  # two one-token user messages that differ from the first token on
 
 
@@ -79,38 +86,50 @@ class PrefixCache:
         self._model_id = model_id
         self._memory: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
+        self._recurring = RecurringStarts()
+        self._last: tuple[int, list[int]] | None = None  # the primed call's fixed prefix length and prompt, for `learn`
 
     def fixed_prefix(self, messages: Sequence[dict]) -> list[int]:
-        """The tokens every call with the same leading system messages starts with ([] when not worth caching).
+        """The tokens every call with the same leading system messages starts with ([] when not worth caching)."""
+        return self._split(messages)[0]
+
+    def _split(self, messages: Sequence[dict]) -> tuple[list[int], list[int]]:
+        """The call's fixed prefix ([] when not worth caching) and its whole prompt ([] when not rendered).
 
         Only the system messages count: what follows them (earlier rounds of a conversation) differs
         from one conversation to the next, so a prefix holding it would be prefilled and stored for one
         call and never read again, while the system prompt's own state, cached by earlier calls, went
         unused: a second turn prefilled its whole system prompt again."""
         if self._formatter is None or not messages or messages[-1].get("role") != "user":
-            return []
+            return [], []
         system = list(itertools.takewhile(lambda message: message.get("role") == "system", messages[:-1]))
         if not system:
-            return []
+            return [], []
         try:
             probes = [_tokens(self._llm, self._formatter, [*system, {"role": "user", "content": p}]) for p in _PROBES]
             actual = _tokens(self._llm, self._formatter, messages)
         except Exception as exc:  # a template that cannot render these messages: no caching, never a failed answer
             log.debug("prompt cache: template failed: %s", exc)
-            return []
+            return [], []
         # The probes' last shared token (the newline after the role tag) may merge with a real
         # message's first characters: without it, every call with these system messages shares
         # one prefix, hence one cached state.
         prefix = common_prefix(common_prefix(*probes)[:-1], actual)
-        return prefix if len(prefix) >= MIN_PREFIX_TOKENS else []
+        return (prefix if len(prefix) >= MIN_PREFIX_TOKENS else []), actual
 
     def prime(self, messages: Sequence[dict]) -> int:
-        """Make the KV cache start with the call's fixed prefix; return its length in tokens."""
-        prefix = self.fixed_prefix(messages)
+        """Make the KV cache start with the call's fixed prefix, or with a longer start of the prompt
+        that recurred (RecurringStarts); return its length in tokens. Call `learn` after the completion."""
+        prefix, prompt = self._split(messages)
+        self._last = (len(prefix), prompt) if prefix else None
         if not prefix:
             return 0
         llm = self._llm
-        if llm.n_tokens >= len(prefix) and llm.input_ids[: len(prefix)].tolist() == prefix:
+        live = len(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), prompt))
+        recurring = self._recurring.longest(prompt)
+        if recurring is not None and len(recurring[0]) > max(live, len(prefix)) and self._restore(list(recurring[0]), recurring[1]):
+            return len(recurring[0])
+        if live >= len(prefix):
             return len(prefix)  # already live from the previous call
         key = self._key(prefix)
         state = self._load(key)
@@ -121,6 +140,24 @@ class PrefixCache:
         llm.eval(prefix)
         self._store(key, self._snapshot())
         return len(prefix)
+
+    def learn(self) -> None:
+        """After a completion: when this prompt starts like a recent one for SHARED_MIN_TOKENS past
+        the fixed prefix (the same passage first in the context), keep the state of that start, so
+        that the next prompt starting so skips it. The KV cache is cut back to that start first."""
+        if self._last is None:
+            return
+        fixed, prompt = self._last
+        self._last = None
+        shared = self._recurring.shared_start(prompt, fixed + SHARED_MIN_TOKENS)
+        llm = self._llm
+        if not shared or llm.n_tokens < shared or llm.input_ids[:shared].tolist() != prompt[:shared]:
+            return
+        if not llm._ctx.kv_cache_seq_rm(0, shared, -1):
+            return
+        llm.n_tokens = shared
+        llm._requires_eval = True  # the logits are the answer's last, not this start's
+        self._recurring.keep(tuple(prompt[:shared]), self._snapshot())
 
     def _key(self, prefix: Sequence[int]) -> str:
         digest = hashlib.sha256(self._model_id.encode())
@@ -189,3 +226,42 @@ class PrefixCache:
             self._memory.move_to_end(key)
             while len(self._memory) > MEMORY_ENTRIES:
                 self._memory.popitem(last=False)
+
+
+class RecurringStarts:
+    """States of prompt starts that recur past the fixed prefix: two questions whose contexts begin
+    with the same passage share the system prompt, the passage and what surrounds it. Each prompt
+    is compared with the last RECENT_PROMPTS; a start two of them share is kept (in memory only,
+    the least recently used dropped past RECURRING_MAX_BYTES) and restored for the next prompt
+    that begins with it, so that its prefill covers only the rest."""
+
+    def __init__(self) -> None:
+        self._recent: deque[list[int]] = deque(maxlen=RECENT_PROMPTS)
+        self._states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+        self._bytes = 0
+
+    def longest(self, prompt: Sequence[int]) -> tuple[tuple[int, ...], bytes] | None:
+        """The longest kept start of `prompt` (shorter than it: one token at least is left to evaluate)."""
+        best: tuple[int, ...] | None = None
+        for start in self._states:
+            if len(start) < len(prompt) and (best is None or len(start) > len(best)) and tuple(prompt[: len(start)]) == start:
+                best = start
+        if best is None:
+            return None
+        self._states.move_to_end(best)
+        return best, self._states[best]
+
+    def shared_start(self, prompt: list[int], floor: int) -> int:
+        """The length of the longest start `prompt` shares with a recent prompt when it reaches
+        `floor` and is not kept yet, else 0; `prompt` becomes a recent prompt."""
+        shared = max((len(common_prefix(prompt, other)) for other in self._recent), default=0)
+        self._recent.append(prompt)
+        shared = min(shared, len(prompt) - 1)
+        return shared if shared >= floor and tuple(prompt[:shared]) not in self._states else 0
+
+    def keep(self, start: tuple[int, ...], state: bytes) -> None:
+        self._states[start] = state
+        self._bytes += len(state)
+        while self._bytes > RECURRING_MAX_BYTES and len(self._states) > 1:
+            _, dropped = self._states.popitem(last=False)
+            self._bytes -= len(dropped)
