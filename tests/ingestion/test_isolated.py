@@ -71,7 +71,7 @@ def test_a_stop_kills_the_child_at_once_and_leaves_no_process():
     threading.Timer(0.5, stop.set).start()
     with pytest.raises(ParsingStopped, match="paragraphs.docx stopped"):
         parse_isolated(many_paragraphs_docx(150_000), "docx", "paragraphs.docx", stop)  # ~30 s to parse whole
-    assert multiprocessing.active_children() == []
+    assert [child for child in multiprocessing.active_children() if child.name == "ragline-parse"] == []  # OCR children may idle
 
 
 def test_a_child_that_dies_is_an_ingestion_error_naming_how():
