@@ -130,17 +130,19 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process, in MB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            match = _RSS.search(status.read())
+    except OSError:
+        return 0.0
+    return int(match.group(1)) / 1024 if match else 0.0
+
+
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and all its descendants, in MB (0 when it is gone)."""
-    total_kb = 0
-    for member in _tree(pid):
-        try:
-            with open(f"/proc/{member}/status") as status:
-                match = _RSS.search(status.read())
-        except OSError:
-            continue
-        total_kb += int(match.group(1)) if match else 0
-    return total_kb / 1024
+    return sum(rss_mb(member) for member in _tree(pid))
 
 
 def tree_cpu_s(pid: int) -> float:

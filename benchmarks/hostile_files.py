@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import ROOT, _tree, scripted_env, wait_healthy
+from harness import ROOT, rss_mb, scripted_env, tree_rss_mb, wait_healthy
 
 KEY = "hostile-bench-key"
 
@@ -53,11 +53,6 @@ def png16(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", body) + _png_chunk(b"IEND", b"")
 
 
-def lying_png(width: int = 100_000, height: int = 100_000) -> bytes:
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + _png_chunk(b"IEND", b"")
-
-
 def lying_gif() -> bytes:
     """A GIF header claiming 65,535 x 65,535 over a one-pixel body."""
     return b"GIF89a" + struct.pack("<HH", 65_535, 65_535) + b"\x80\x00\x00" + b"\x00\x00\x00\xff\xff\xff" + \
@@ -68,6 +63,12 @@ def docx(paragraphs: int) -> bytes:
     from tests.ingestion.test_isolated import many_paragraphs_docx
 
     return many_paragraphs_docx(paragraphs)
+
+
+def lying_png() -> bytes:
+    from tests.ingestion.image_fixtures import bomb_png
+
+    return bomb_png()
 
 
 def zip_bomb() -> bytes:
@@ -148,17 +149,6 @@ SERIES: dict[str, tuple[str, Callable[[], bytes]]] = {
 
 # --- measuring -----------------------------------------------------------------------------------
 
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 @dataclass
 class Sampler:
     """Peaks of the server's RSS and of its descendants' RSS, sampled every 50 ms."""
@@ -175,8 +165,8 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
-            self.server_peak = max(self.server_peak, _rss_mb(self.pid))
-            self.children_peak = max(self.children_peak, sum(_rss_mb(p) for p in _tree(self.pid) if p != self.pid))
+            self.server_peak = max(self.server_peak, rss_mb(self.pid))
+            self.children_peak = max(self.children_peak, tree_rss_mb(self.pid) - rss_mb(self.pid))
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
@@ -238,14 +228,14 @@ def run(args: argparse.Namespace) -> list[Row]:
                 filename, make = SERIES[name]
                 data = make()
                 time.sleep(3)
-                before = _rss_mb(server.pid)
+                before = rss_mb(server.pid)
                 started = time.monotonic()
                 with Sampler(server.pid) as sampler:
                     outcome = upload(client, kb, filename, data)
                 seconds = time.monotonic() - started
                 time.sleep(3)
                 rows.append(Row(name, len(data) / 1024, outcome, seconds, before, max(sampler.server_peak, before),
-                                _rss_mb(server.pid), sampler.children_peak))
+                                rss_mb(server.pid), sampler.children_peak))
                 print(_line(rows[-1]), flush=True)
     finally:
         server.terminate()

@@ -65,19 +65,25 @@ def limits() -> dict[str, Any]:
 
 
 def _wait(receive: Connection, child: Any, stop: threading.Event | None, label: str) -> Any:
-    while True:
-        if stop is not None and stop.is_set():
-            child.kill()
-            raise ParsingStopped(f"parsing {label} stopped: its ingestion was cancelled")
-        if receive.poll(_POLL_S):
-            try:
-                return receive.recv()
-            except EOFError:  # the child died before it answered
-                break
-        elif not child.is_alive() and not receive.poll(0):
-            break
+    outcome = answer_of(receive, child, stop)
+    if outcome is not None:
+        return outcome
+    if stop is not None and stop.is_set():
+        child.kill()
+        raise ParsingStopped(f"parsing {label} stopped: its ingestion was cancelled")
     child.join(_JOIN_S)
     raise death(child.exitcode, label)
+
+
+def answer_of(conn: Connection, child: Any, stop: threading.Event | None = None) -> Any | None:
+    """What the child sends back; None when it ended without answering, or when `stop` was set."""
+    while not conn.poll(_POLL_S):
+        if (stop is not None and stop.is_set()) or (not child.is_alive() and not conn.poll(0)):
+            return None
+    try:
+        return conn.recv()
+    except EOFError:  # the child died before it answered
+        return None
 
 
 def death(exitcode: int | None, label: str) -> IngestionError:

@@ -14,11 +14,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ragline import defaults
-from ragline.ingestion.isolated import CONTEXT, death, limits, resident_bytes
+from ragline.ingestion.isolated import CONTEXT, answer_of, death, limits, resident_bytes
 from ragline.ingestion.ocr import OcrEngine
 from ragline.retrieval.errors import IngestionError
-
-_POLL_S = 0.1
 
 
 class OcrProcess:
@@ -52,12 +50,10 @@ class OcrProcess:
         conn = self._connection()
         try:
             conn.send((data, limits()))
-            while not conn.poll(_POLL_S):
-                if not self._child.is_alive() and not conn.poll(0):
-                    return None
-            return tuple(conn.recv())
-        except (EOFError, OSError):
+        except OSError:  # the child had exited: the caller starts another
             return None
+        reply = answer_of(conn, self._child)
+        return tuple(reply) if reply is not None else None
 
     def _connection(self) -> Connection:
         if self._child is None or not self._child.is_alive() or self._conn is None:

@@ -12,17 +12,13 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from ragline import defaults
+from ragline.ingestion.isolated import resident_bytes
 from ragline.ingestion.ocr import OcrEngine
 from ragline.ingestion.ocr_process import OcrProcess
 from ragline.retrieval.errors import IngestionError
 from tests.ingestion.image_fixtures import screenshot_png
 
 SCREEN = ["Error E42: anemometer bearing worn", "Replace the bearing with part AB-7"]
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def large_scan() -> bytes:
@@ -53,9 +49,9 @@ def test_a_large_scan_leaves_the_servers_memory_where_it_was_and_a_large_child_e
     scan = large_scan()
     ocr = OcrProcess()
     try:
-        before = _rss_mb()
+        before = resident_bytes() / 2**20
         assert "anemometer" in ocr.read(scan)
-        assert _rss_mb() - before < 50  # the same read in this process: +300 MB and more
+        assert resident_bytes() / 2**20 - before < 50  # the same read in this process: +300 MB and more
         monkeypatch.setattr(defaults, "OCR_PROCESS_MAX_RSS_BYTES", 1)  # every read leaves the child "large"
         ocr.close()
         ocr.read(screenshot_png(SCREEN))
