@@ -44,12 +44,12 @@ class Row:
 
 
 async def ask(graph: Any, services: Any, request: Any, tenant: str, agent_tools: tuple[str, ...]) -> Asked:
-    from ragline.graph.context import RunContext
+    from ragline.graph.context import RunContext, RunHost
     from ragline.graph.events import ResponseType
     from ragline.graph.turn import stream_turn
 
     session_id = str(uuid.uuid4())
-    context = RunContext(session_id=session_id, tenant_id=tenant, user_id=tenant, services=services, agent_tools=agent_tools)
+    context = RunContext(session_id=session_id, tenant_id=tenant, user_id=tenant, agent_tools=agent_tools, host=RunHost(services=services))
     asked = Asked()
     started = time.perf_counter()
     async for event in stream_turn(graph, request, context):

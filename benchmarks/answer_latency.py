@@ -58,13 +58,13 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 async def ask(graph: Any, services: Any, kb_id: str, question: str, session_id: str | None = None) -> Turn:
-    from ragline.graph.context import RunContext
+    from ragline.graph.context import RunContext, RunHost
     from ragline.graph.events import ResponseType
     from ragline.graph.request import PipelineRequest
     from ragline.graph.turn import stream_turn
 
     request = PipelineRequest(query=question, knowledge_base_ids=(kb_id,))
-    context = RunContext(session_id=session_id or str(uuid.uuid4()), services=services)
+    context = RunContext(session_id=session_id or str(uuid.uuid4()), host=RunHost(services=services))
     turn = Turn(time.perf_counter())
     async for event in stream_turn(graph, request, context):
         kind, window = event.response_type, (event.data or {}).get("tool_name") or (event.data or {}).get("window")

@@ -183,7 +183,7 @@ async def stream_answer(
             send(item.kind, text)
         ended = True
     except asyncio.CancelledError:
-        if context.cancel_event is not None:
+        if context.host.cancel_event is not None:
             raise  # a host that stops runs itself (the service, the CLI) saves what was shown, or hands the run over
         # A run cancelled by a host that cannot save it (langgraph dev's cancel, a parent's timeout): the
         # answer so far is the turn's answer, marked stopped, as a stop in the service would leave it.
@@ -213,7 +213,7 @@ def _user_words(messages: list[Message]) -> list[str]:
 
 def _embedder(context: RunContext) -> TextEmbedder | None:
     """The run's embedder, for attribution; a host that gave no services gets no attribution."""
-    services = context.services
+    services = context.host.services
     return services.embedder if isinstance(services, Services) else None
 
 
@@ -227,7 +227,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
     """The generation stage: references first when there are contexts, the cited answer, the stored message."""
     request, turn = state["request"], state["turn"]
     results = list(state.get("merge_results", []))
-    messages = await answer_messages(state, context.services if isinstance(context.services, Services) else None)
+    messages = await answer_messages(state, context.host.services)
     registry: Registry | None = None
     attributor: Attributor | None = None
     links: LinkGuard | None = None

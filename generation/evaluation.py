@@ -184,11 +184,11 @@ def record_event(turn: Turn, event: StreamResponse, elapsed: float) -> None:
 
 async def ask(graph: Any, services: Services, request: Any, tenant: str) -> Turn:
     """One question through the graph on a fresh session, as `ragline ask` drives it."""
-    from ragline.graph.context import RunContext
+    from ragline.graph.context import RunContext, RunHost
     from ragline.graph.turn import stream_turn
 
     session_id = str(uuid.uuid4())
-    context = RunContext(session_id=session_id, tenant_id=tenant, user_id=tenant, services=services)
+    context = RunContext(session_id=session_id, tenant_id=tenant, user_id=tenant, host=RunHost(services=services))
     turn = Turn()
     started = time.perf_counter()
     async for event in stream_turn(graph, request, context):

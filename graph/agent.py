@@ -1,7 +1,7 @@
 """Agent mode: a tool-calling model uses Ragline's services as tools, in a loop, then answers.
 
 The seed's ReAct agent (agent_system_prompt.yaml, AgentStreamHandler) as a LangGraph graph of its
-own, on the pipeline's services container (reached through RunContext.services), state and turn:
+own, on the pipeline's services container (reached through RunContext.host.services), state and turn:
 
     begin_turn -> model -> ([approval ->] tools -> compact -> model)* -> answer
 
@@ -147,7 +147,7 @@ async def _images_message(state: AgentState, services: Services, registry: Regis
 async def _injected(state: AgentState, context: RunContext) -> dict[str, Any]:
     """The messages the user sent while the loop ran (the host's inbox), as this step's user turns:
     each announced (user_message_injected) and kept in the conversation's history."""
-    texts = [text for text in (await context.inbox() if context.inbox is not None else []) if text.strip()]
+    texts = [text for text in (await context.host.inbox() if context.host.inbox is not None else []) if text.strip()]
     turn, offset = state["turn"], sum(1 for m in state.get("messages", []) if m.additional_kwargs.get("injected"))
     for text in texts:
         events.emit(context, events.user_message_injected(turn, text))

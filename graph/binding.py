@@ -37,8 +37,8 @@ def _with_defaults(node: Callable[..., Any], services: Services | None, agent: A
     async def run(state: Any, runtime: Runtime[RunContext]) -> Any:
         context = context_of(runtime)
         missing: dict[str, Any] = {}
-        if context.services is None and services is not None:
-            missing["services"] = services
+        if context.host.services is None and services is not None:
+            missing["host"] = replace(context.host, services=services)
         if context.agent is None and agent is not None:
             missing["agent"] = agent
         if missing:

@@ -1,8 +1,8 @@
 """Runtime handles of one run (the seed's PipelineContext): never written into checkpoints.
 
 Passed as LangGraph runtime context: `graph.astream(input, config, context=RunContext(...))`.
-Studio shows the serialisable fields as a form; the event sink and the cancel flag are set by
-the code that hosts the run (CLI, HTTP service, a parent graph).
+Studio shows the serialisable fields as a form; `host` (RunHost: the services, the event sink,
+the cancel flag, the inbox) is set by the code that hosts the run (CLI, HTTP service, a parent graph).
 """
 
 from __future__ import annotations
@@ -33,6 +33,21 @@ class ExclusiveSink:
 
 
 @dataclass
+class RunHost:
+    """The handles the code hosting a run (CLI, HTTP service, Studio, a parent graph) gives its
+    stages: the composition root and the run's channels. Never JSON, never checkpointed."""
+
+    services: Services | None = None
+    """ragline.services.Services, the composition root (a graph compiled with services fills it in)."""
+    event_sink: EventSink | None = None
+    """Receives every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."""
+    cancel_event: threading.Event | None = None
+    """Set when the user stops the run. A host that gives one stops runs itself and saves what was shown."""
+    inbox: Inbox | None = None
+    """Returns the messages sent while the run runs (agent mode injects them at its next step)."""
+
+
+@dataclass
 class RunContext:
     session_id: str = field(default="", metadata={"description": "Session (thread) the turn belongs to; generated when empty."})
     request_id: str = field(default="", metadata={"description": "Id pairing the user and assistant messages of this turn; generated when empty."})
@@ -46,12 +61,7 @@ class RunContext:
     agent_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools the assistant allows (graph/agent.py); empty offers nodes/tools DEFAULT_TOOLS (not the web tools)."})
     approval_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools whose calls wait for the user's approval (graph/approval.py); an MCP server's name: each of its tools."})
     agent_mcp_servers: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the MCP servers (of settings agent_mcp_servers) whose tools the agent may call."})
-    # Host-provided handles (not JSON): left out of the JSON schema, so Studio's context form shows
-    # only what a person can set.
-    event_sink: SkipJsonSchema[EventSink | None] = field(default=None, repr=False, metadata={"description": "Callable receiving every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."})
-    cancel_event: SkipJsonSchema[InstanceOf[threading.Event] | None] = field(default=None, repr=False, metadata={"description": "threading.Event set when the user stops the run."})
-    services: SkipJsonSchema[InstanceOf[Services] | None] = field(default=None, repr=False, metadata={"description": "ragline.services.Services built by the host (the composition root)."})
-    inbox: SkipJsonSchema[Inbox | None] = field(default=None, repr=False, metadata={"description": "Async callable returning the messages sent while the run runs (agent mode injects them at its next step)."})
+    host: SkipJsonSchema[InstanceOf[RunHost]] = field(default_factory=lambda: RunHost(), repr=False, metadata={"description": "What the code hosting the run hands its stages (not JSON: left out of Studio's form)."})
 
     def answer_metadata(self) -> dict[str, Any]:
         """What the answer's message records of the run: the assistant (and version) it ran with."""
@@ -59,12 +69,12 @@ class RunContext:
 
     def cancel(self) -> None:
         """Ask the run to stop: its stages check before the next model call (and the host cancels it after a grace)."""
-        if self.cancel_event is None:
-            self.cancel_event = threading.Event()
-        self.cancel_event.set()
+        if self.host.cancel_event is None:
+            self.host.cancel_event = threading.Event()
+        self.host.cancel_event.set()
 
     def is_cancelled(self) -> bool:
-        return self.cancel_event is not None and self.cancel_event.is_set()
+        return self.host.cancel_event is not None and self.host.cancel_event.is_set()
 
 
 def context_of(runtime: Any) -> RunContext:

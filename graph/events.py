@@ -194,7 +194,7 @@ def emit(context: RunContext | None, event: StreamResponse) -> None:
 
 
 def _deliver(context: RunContext | None, event: StreamResponse) -> None:
-    sink = context.event_sink if context is not None else None
+    sink = context.host.event_sink if context is not None else None
     if isinstance(sink, ExclusiveSink):
         sink(event)
         return

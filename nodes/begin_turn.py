@@ -61,9 +61,10 @@ async def _with_kb_ids(request: PipelineRequest, context: RunContext) -> Pipelin
     service passes ids it has authorized: those need no lookup. A name the tenant has no base of
     is left as given, and the search reports it as any unknown base."""
     names = [kb for kb in request.knowledge_base_ids if not _KB_ID.fullmatch(kb)]
-    if not names or context.services is None:
+    services = context.host.services
+    if not names or services is None:
         return request
-    knowledge_bases = context.services.retrieval.knowledge_bases
+    knowledge_bases = services.retrieval.knowledge_bases
 
     def resolve() -> dict[str, str]:
         found: dict[str, str] = {}

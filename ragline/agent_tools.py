@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from ragline import defaults
 from ragline.citations.plain import plain_text
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.retrieval.passages import QUERY_LIMIT, search_passages
@@ -112,7 +112,7 @@ def ragline_tool(services: Services, *, knowledge_bases: Sequence[str] = (), nam
 
     async def ask(query: str, config: RunnableConfig) -> tuple[str, dict[str, Any]]:
         request = template.model_copy(update={"query": query})
-        state = await graph.ainvoke({"request": request}, config, context=RunContext(services=services, tenant_id=tenant_id))
+        state = await graph.ainvoke({"request": request}, config, context=RunContext(tenant_id=tenant_id, host=RunHost(services=services)))
         return tool_answer(state)
 
     return StructuredTool.from_function(

@@ -370,10 +370,10 @@ class Services:
 def services_of(runtime: Any) -> Services:
     """The run's services. A host that gave none is a wiring bug, reported as such."""
     context = getattr(runtime, "context", None)
-    services = getattr(context, "services", None)
+    services = getattr(getattr(context, "host", None), "services", None)
     if not isinstance(services, Services):
         raise ServicesMissingError(
-            "this run has no services: hosts pass RunContext(services=Services.from_settings(...)), "
+            "this run has no services: hosts pass RunContext(host=RunHost(services=Services.from_settings(...))), "
             "or compile the graph with build_graph(..., services=...)"
         )
     return services

@@ -35,7 +35,7 @@ from langgraph.types import Command
 from ragline import defaults
 from ragline.checkpoints.streams import Event, FenceLost
 from ragline.graph import events
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import as_json
 from ragline.graph.input_check import validate_input
 from ragline.graph.request import AgentConfig, PipelineRequest
@@ -176,15 +176,14 @@ class RunManager:
             agent_tools=tuple(record.agent_tools),
             approval_tools=tuple(record.approval_tools),
             agent_mcp_servers=tuple(record.agent_mcp_servers),
-            cancel_event=threading.Event(),
-            services=self.services,
-            inbox=partial(self.backend.registry.take_injected, record.message_id) if record.graph == "agent" else None,
+            host=RunHost(services=self.services, cancel_event=threading.Event(),
+                         inbox=partial(self.backend.registry.take_injected, record.message_id) if record.graph == "agent" else None),
         )
         driver = TurnDriver(self.backend.graph_for(record.graph), context, config=threads.thread_config(record.session_id),
                             durability=self.backend.durability)
         run = Run(record, driver, request, fence=self.backend.registry.fence(record.message_id, self.holder, self.lease_ttl_s))
         run.stage_events = StageEvents(self.backend.streams, run)  # a stage's events go straight into the log
-        run.context.event_sink = run.stage_events
+        run.context.host.event_sink = run.stage_events
         self._runs[record.message_id] = run
         run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{record.message_id}")
 

@@ -60,7 +60,7 @@ async def test_records_of_a_traced_turn_carry_the_turn_s_trace_id(scripted_model
 
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph import tracing
-    from ragline.graph.context import RunContext
+    from ragline.graph.context import RunContext, RunHost
     from ragline.graph.graphs import build_graph
     from ragline.graph.request import PipelineRequest
     from ragline.graph.turn import stream_turn
@@ -83,7 +83,7 @@ async def test_records_of_a_traced_turn_carry_the_turn_s_trace_id(scripted_model
     scripted_model.on(lambda b: True, Reply(status=503), times=1)
     scripted_model.on(lambda b: True, Reply.text("Traced."))
     try:
-        context = RunContext(session_id="s-log", request_id="r-log", assistant_message_id="m-log", services=Services())
+        context = RunContext(session_id="s-log", request_id="r-log", assistant_message_id="m-log", host=RunHost(services=Services()))
         request = PipelineRequest(query="hi", rewrite_enabled=False)
         [_ async for _ in stream_turn(build_graph("chat_stream", checkpointer=memory_saver()), request, context)]
     finally:

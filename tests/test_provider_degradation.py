@@ -17,7 +17,7 @@ import json
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ResponseType, StreamResponse
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
@@ -80,7 +80,7 @@ async def ask(knowledge, query: str = QUESTION, *, rerank: bool = True) -> list[
 
 
 async def _collect(graph, request, services) -> list[StreamResponse]:
-    return [event async for event in stream_turn(graph, request, RunContext(services=services))]
+    return [event async for event in stream_turn(graph, request, RunContext(host=RunHost(services=services)))]
 
 
 def of(events: list[StreamResponse], kind: ResponseType) -> list[StreamResponse]:

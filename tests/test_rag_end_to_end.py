@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ResponseType
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
@@ -77,7 +77,7 @@ async def test_rag_stream_answers_with_references_and_a_kb_tag_on_the_right_chun
         # the gate would turn one of these five (a paraphrase, "unproven assumption") into "not found":
         # its trade-off is measured in benchmarks/relevance_gate.py; this test is about citations
         request = PipelineRequest(query=question, knowledge_base_ids=[kb.id], relevance_gate_enabled=False)
-        events = [e async for e in stream_turn(graph, request, RunContext(services=services))]
+        events = [e async for e in stream_turn(graph, request, RunContext(host=RunHost(services=services)))]
         kinds = [e.response_type for e in events]
         assert kinds.index(ResponseType.REFERENCES) < kinds.index(ResponseType.ANSWER)
         references = next(e for e in events if e.response_type == ResponseType.REFERENCES).knowledge_references
@@ -99,7 +99,7 @@ async def test_a_question_nothing_matches_gets_the_fallback_answer(scripted_mode
     stack, kb = knowledge
     scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": "zzqx", "intent": "kb_search"})))
     request = PipelineRequest(query="zzqx", knowledge_base_ids=[kb.id], vector_threshold=0.99, keyword_threshold=0.99, fallback_response="Not in the knowledge base.")
-    events = [e async for e in stream_turn(build_graph("rag_stream", checkpointer=memory_saver()), request, RunContext(services=Services(retrieval_factory=lambda: stack)))]
+    events = [e async for e in stream_turn(build_graph("rag_stream", checkpointer=memory_saver()), request, RunContext(host=RunHost(services=Services(retrieval_factory=lambda: stack))))]
     assert [e.content for e in events if e.response_type == ResponseType.ANSWER] == ["Not in the knowledge base."]
     closing = [e for e in events if e.response_type == ResponseType.TOOL_RESULT and e.data["tool_name"] == "knowledge_search"]
     assert len(closing) == 1
@@ -115,7 +115,7 @@ async def test_an_off_topic_question_reaches_the_fallback_though_its_vectors_sco
     runs = {}
     for gate in (True, False):
         request = PipelineRequest(query=question, knowledge_base_ids=[kb.id], relevance_gate_enabled=gate, fallback_response="Not in the knowledge base.")
-        runs[gate] = [e async for e in stream_turn(graph, request, RunContext(services=Services(retrieval_factory=lambda: stack)))]
+        runs[gate] = [e async for e in stream_turn(graph, request, RunContext(host=RunHost(services=Services(retrieval_factory=lambda: stack))))]
     assert [e.content for e in runs[True] if e.response_type == ResponseType.ANSWER] == ["Not in the knowledge base."]
     assert not any(e.response_type == ResponseType.REFERENCES for e in runs[True])
     assert any(e.response_type == ResponseType.REFERENCES for e in runs[False])  # without the gate: unrelated passages
@@ -124,7 +124,7 @@ async def test_an_off_topic_question_reaches_the_fallback_though_its_vectors_sco
 async def test_an_unknown_knowledge_base_is_a_clear_error(scripted_model, knowledge):
     stack, _ = knowledge
     scripted_model.on(_is_rewrite, Reply.text(json.dumps({"rewrite_query": "q", "intent": "kb_search"})))
-    events = [e async for e in stream_turn(build_graph("rag_stream", checkpointer=memory_saver()), PipelineRequest(query="q", knowledge_base_ids=["nope"]), RunContext(services=Services(retrieval_factory=lambda: stack)))]
+    events = [e async for e in stream_turn(build_graph("rag_stream", checkpointer=memory_saver()), PipelineRequest(query="q", knowledge_base_ids=["nope"]), RunContext(host=RunHost(services=Services(retrieval_factory=lambda: stack))))]
     errors = [e for e in events if e.response_type == ResponseType.ERROR]
     assert len(errors) == 1 and "nope" in errors[0].content and errors[0].data["code"] == "invalid_input"
 
@@ -138,7 +138,7 @@ async def test_the_rag_preset_answers_in_one_call_with_the_same_references_and_c
     for preset in ("rag", "rag_stream"):
         services = Services(retrieval_factory=lambda: stack)
         events = [e async for e in stream_turn(build_graph(preset, checkpointer=memory_saver()),
-                                              PipelineRequest(query=question, knowledge_base_ids=[kb.id]), RunContext(services=services))]
+                                              PipelineRequest(query=question, knowledge_base_ids=[kb.id]), RunContext(host=RunHost(services=services)))]
         references = [e.knowledge_references for e in events if e.response_type == ResponseType.REFERENCES]
         answer = "".join(e.content for e in events if e.response_type == ResponseType.ANSWER)
         runs[preset] = (references, answer, scripted_model.requests[-1].get("stream") is True)
@@ -163,7 +163,7 @@ async def test_a_link_planted_in_no_source_never_reaches_the_streamed_answer(scr
                                                      "More at [the portal](https://evil.", "example/login) and http", "s://evil.example."]))
     request = PipelineRequest(query="How does the console update its firmware?", knowledge_base_ids=[kb.id], relevance_gate_enabled=False)
     graph = build_graph("rag_stream", checkpointer=memory_saver())
-    events = [e async for e in stream_turn(graph, request, RunContext(services=services))]
+    events = [e async for e in stream_turn(graph, request, RunContext(host=RunHost(services=services)))]
     answer = "".join(e.content for e in events if e.response_type == ResponseType.ANSWER)
     assert "https://aurora.example/firmware" in answer and "<kb " in answer
     assert "evil.example" not in answer and "the portal (link removed" in answer

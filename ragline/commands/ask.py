@@ -109,14 +109,14 @@ async def with_sample(args: argparse.Namespace, services: Services, ids: list[st
 
 async def _ask(args: argparse.Namespace, graphs: Graphs, services: Services, query: str, session_id: str, kb_ids: list[str]) -> bool:
     from ragline.commands.terminal import TerminalPrinter, approval_prompt
-    from ragline.graph.context import RunContext
+    from ragline.graph.context import RunContext, RunHost
     from ragline.graph.events import ResponseType
     from ragline.graph.turn import stream_turn
 
     request, assistant = (await _assistant_turn(args, services, query, kb_ids)) if args.assistant else (_request(args, query, kb_ids), {})
     agent = "agent_tools" in assistant  # an agent-mode assistant's turn records its tools
     printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids or request.knowledge_base_ids), agent=agent)
-    context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, services=services, **assistant)
+    context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, **assistant, host=RunHost(services=services))
     graph = graphs.agent() if agent else graphs.pipeline()
     decide = approval_prompt(sys.stderr, sys.stdin.readline)
     asked_at, first_token, completed = time.time(), None, None

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ragline.checkpoints import redis_json
 from ragline.checkpoints.redis_json import DECODER, ENCODER, OrjsonPipeline, OrjsonRedis
 from ragline.checkpoints.savers import redis_saver, redis_serializer
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.service import threads
@@ -91,7 +91,7 @@ async def test_the_redis_checkpointer_writes_and_reads_checkpoints_with_orjson(r
     redis_server.flush()
     async with redis_saver(redis_server.url) as saver:
         graph = build_graph("ragline", checkpointer=saver)
-        context = RunContext(session_id="s", request_id="r", user_message_id="u", assistant_message_id="a", services=Services())
+        context = RunContext(session_id="s", request_id="r", user_message_id="u", assistant_message_id="a", host=RunHost(services=Services()))
         request = PipelineRequest(query="How are you?", rewrite_enabled=False)
         async for _ in graph.astream({"request": request}, threads.thread_config("s"), context=context,
                                      stream_mode="custom", durability="sync"):

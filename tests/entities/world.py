@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from ragline.entities.store import GraphStore, open_graph_store
 from ragline.entities.types import GraphNode, GraphRelation
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
@@ -39,7 +39,7 @@ class World:
 
     def runtime(self, tenant_id: str = "default") -> Runtime[RunContext]:
         services = Services(get_settings(), retrieval_factory=lambda: self.stack, graph_store_factory=lambda: self.store)
-        return Runtime(context=RunContext(tenant_id=tenant_id, services=services))
+        return Runtime(context=RunContext(tenant_id=tenant_id, host=RunHost(services=services)))
 
     async def kb(self, name: str, graph: bool = True, tenant_id: str = "default", shared: bool = False) -> KnowledgeBase:
         kb = self.stack.knowledge_bases.create(name, tenant_id=tenant_id, shared=shared)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ragline.citations.tags import UNSUPPORTED_MARK
 from ragline.generation.answer import answer_turn, is_truncation
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
@@ -59,7 +59,7 @@ async def _answer(embedder, *, stream: bool) -> tuple[str, str]:
     services = Services(embedder_factory=lambda: embedder)
     state = {"request": PipelineRequest(query="How long does pairing take?"), "turn": TurnIds("s", "r", "u", "a"),
              "merge_results": [SETUP, WARRANTY]}
-    update = await answer_turn(state, services.chat(), RunContext(services=services, event_sink=sent.append), stream=stream)
+    update = await answer_turn(state, services.chat(), RunContext(host=RunHost(services=services, event_sink=sent.append)), stream=stream)
     return "".join(e.content for e in sent if e.response_type == ResponseType.ANSWER), update["chat_response"].content
 
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.services import Services
 from tests.scripted_model import Reply
@@ -40,7 +40,7 @@ async def test_a_host_with_a_stop_flag_gets_the_cancellation(scripted_model):
     scripted_model.on(lambda b: True, Reply(chunks=[f"w{i} " for i in range(40)], chunk_delay=0.1))
     graph = build_graph("ragline_chat", checkpointer=memory_saver(), services=Services())
     config = {"configurable": {"thread_id": "cancelled-2"}}
-    await _cancel_mid_answer(graph, config, RunContext(services=Services(), cancel_event=threading.Event()))
+    await _cancel_mid_answer(graph, config, RunContext(host=RunHost(services=Services(), cancel_event=threading.Event())))
     values = (await graph.aget_state(config)).values
     assert values["messages"][-1].type == "human"  # the service saves what it showed, or hands the run over
 
@@ -53,6 +53,6 @@ async def test_a_run_stopped_before_its_answer_never_asks_the_model(scripted_mod
     stopped.set()
     graph = build_graph("ragline_chat", checkpointer=memory_saver(), services=Services())
     config = {"configurable": {"thread_id": "stopped-early"}}
-    await graph.ainvoke({"messages": [("user", "hi")]}, config, context=RunContext(services=Services(), cancel_event=stopped))
+    await graph.ainvoke({"messages": [("user", "hi")]}, config, context=RunContext(host=RunHost(services=Services(), cancel_event=stopped)))
     assert scripted_model.requests == []
     assert (await graph.aget_state(config)).values["chat_response"].stopped

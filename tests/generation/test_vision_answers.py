@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import stream_turn
@@ -48,7 +48,7 @@ def services_for(root: Path, scripted: ScriptedModel, embedder: Any, **settings:
 
 
 async def ask(graph: Any, core: Services, request: PipelineRequest, session: str) -> list[Any]:
-    return [event async for event in stream_turn(graph, request, RunContext(session_id=session, services=core))]
+    return [event async for event in stream_turn(graph, request, RunContext(session_id=session, host=RunHost(services=core)))]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from langgraph.types import Command
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.agent import build_agent_graph
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.request import PipelineRequest
 from ragline.services import Services
 from ragline.settings import Settings
@@ -34,7 +34,7 @@ def services(fresh_data_dir, scripted_model):
 async def run_turn(services: Services, query: str = QUESTION, **context: Any) -> list[dict[str, Any]]:
     graph = build_agent_graph()
     request = PipelineRequest(query=query, knowledge_base_ids=("people",))
-    return [event async for event in graph.astream({"request": request}, context=RunContext(services=services, **context), stream_mode="custom")]
+    return [event async for event in graph.astream({"request": request}, context=RunContext(**context, host=RunHost(services=services)), stream_mode="custom")]
 
 
 def kinds(frames: list[dict[str, Any]]) -> list[str]:
@@ -119,7 +119,7 @@ async def test_the_round_limit_ends_the_loop_with_an_answer(services, scripted_m
 async def test_the_local_model_is_refused_with_a_clear_error_before_any_loop(services, scripted_model):
     graph = build_agent_graph()
     request = PipelineRequest(query=QUESTION, knowledge_base_ids=("people",), chat_model="ragline/qwen2.5-coder-1.5b-instruct")
-    frames = [event async for event in graph.astream({"request": request}, context=RunContext(services=services), stream_mode="custom")]
+    frames = [event async for event in graph.astream({"request": request}, context=RunContext(host=RunHost(services=services)), stream_mode="custom")]
     [error] = [f for f in frames if f["response_type"] == "error"]
     assert error["content"].startswith("agent mode needs a model with tool calling; the local model ragline/qwen2.5-coder-1.5b-instruct")
     assert error["done"] and kinds(frames)[-1] == "complete" and not any(f["response_type"] == "tool_call" for f in frames)
@@ -166,7 +166,7 @@ async def test_a_message_in_the_inbox_is_injected_at_the_next_step_and_kept_in_t
     graph = build_agent_graph(checkpointer=memory_saver())
     config = {"configurable": {"thread_id": "injected"}}
     request = PipelineRequest(query=QUESTION, knowledge_base_ids=("people",))
-    frames = [event async for event in graph.astream({"request": request}, config, context=RunContext(services=services, inbox=take),
+    frames = [event async for event in graph.astream({"request": request}, config, context=RunContext(host=RunHost(services=services, inbox=take)),
                                                      stream_mode="custom")]
 
     [injected] = [f for f in frames if f["response_type"] == "user_message_injected"]
@@ -190,7 +190,7 @@ def _script_one_search(scripted_model: Any) -> None:
 async def _paused_at_approval(services: Services, thread: str) -> tuple[Any, dict[str, Any], RunContext, list[dict[str, Any]]]:
     graph = build_agent_graph(checkpointer=memory_saver())
     config = {"configurable": {"thread_id": thread}}
-    context = RunContext(services=services, approval_tools=("search_knowledge",))
+    context = RunContext(approval_tools=("search_knowledge",), host=RunHost(services=services))
     request = PipelineRequest(query=QUESTION, knowledge_base_ids=("people",))
     frames = [event async for event in graph.astream({"request": request}, config, context=context, stream_mode="custom")]
     return graph, config, context, frames
@@ -280,7 +280,7 @@ async def test_search_knowledge_keeps_the_picture_the_reranker_dropped_and_a_mod
     scripted_model.on(lambda b: "tools" in b and not tool_messages(b), Reply.calling(ScriptedCall("search_knowledge", {"query": CHART_QUESTION}, id="s1")))
     scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 1, Reply.text("Monthly rainfall bars."))
     request = PipelineRequest(query=CHART_QUESTION, knowledge_base_ids=[kb.id])
-    events = [e async for e in stream_turn(build_agent_graph(checkpointer=memory_saver()), request, RunContext(session_id="s-agent-chart", services=core))]
+    events = [e async for e in stream_turn(build_agent_graph(checkpointer=memory_saver()), request, RunContext(session_id="s-agent-chart", host=RunHost(services=core)))]
 
     assert [e.knowledge_references for e in events if e.response_type == "references"][0][-1]["chunk_id"] == chart.id
     assert scripted_model.rerank_requests  # the reranker ran, and turned the picture down

@@ -1,7 +1,7 @@
 from langgraph.runtime import Runtime
 
 from ragline.graph import events
-from ragline.graph.context import ExclusiveSink, RunContext
+from ragline.graph.context import ExclusiveSink, RunContext, RunHost
 from ragline.graph.events import ProgressWindow, ResponseType
 from ragline.graph.state import TurnIds
 
@@ -38,7 +38,7 @@ def test_progress_window_pairs_share_a_tool_call_id():
 
 def test_emit_outside_a_run_reaches_the_host_sink():
     received = []
-    events.emit(RunContext(event_sink=received.append), events.complete(TURN))
+    events.emit(RunContext(host=RunHost(event_sink=received.append)), events.complete(TURN))
     assert [e.response_type for e in received] == [ResponseType.COMPLETE]
 
 
@@ -72,7 +72,7 @@ async def _streamed(sink: object) -> list[dict]:
     graph.add_node("node", node)
     graph.add_edge(START, "node")
     graph.add_edge("node", END)
-    context = RunContext(event_sink=sink)
+    context = RunContext(host=RunHost(event_sink=sink))
     return [chunk async for chunk in graph.compile().astream({}, context=context, stream_mode="custom")]
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph import cards
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ResponseType
 from ragline.graph.graphs import PRESETS, build_graph
 from ragline.graph.request import PipelineRequest
@@ -35,7 +35,7 @@ def searches(monkeypatch):
 
     async def chunk_search_parallel(state, runtime):
         if outcome.get("cancel"):
-            runtime.context.cancel_event.set()
+            runtime.context.host.cancel_event.set()
         if outcome.get("raise"):
             raise RuntimeError("search store unreachable")
         return {"search_targets": []}
@@ -57,7 +57,7 @@ def _graph():
 
 
 async def _run(graph, request, context=None):
-    context = context or RunContext(cancel_event=threading.Event(), services=Services())
+    context = context or RunContext(host=RunHost(cancel_event=threading.Event(), services=Services()))
     return [e async for e in stream_turn(graph, request, context)]
 
 
@@ -132,14 +132,14 @@ async def test_pure_chat_request_runs_the_chat_pipeline_only(scripted_model, sea
 async def test_plain_json_request_is_validated_when_the_turn_begins(scripted_model):
     scripted_model.on(lambda b: True, Reply.text("ok"))
     graph = build_graph("chat_stream", checkpointer=memory_saver())
-    result = await graph.ainvoke({"request": {"query": "hi", "summary": {"max_tokens": 5}}}, {"configurable": {"thread_id": "j"}}, context=RunContext(services=Services()))
+    result = await graph.ainvoke({"request": {"query": "hi", "summary": {"max_tokens": 5}}}, {"configurable": {"thread_id": "j"}}, context=RunContext(host=RunHost(services=Services())))
     assert result["chat_response"].content == "ok"
 
 
 async def test_invalid_request_ends_the_turn_with_a_clear_error(scripted_model):
     received = []
     graph = build_graph("chat_stream", checkpointer=memory_saver())
-    result = await graph.ainvoke({"request": {"query": "hi", "rerank_top_k": 0}}, {"configurable": {"thread_id": "k"}}, context=RunContext(event_sink=received.append, services=Services()))
+    result = await graph.ainvoke({"request": {"query": "hi", "rerank_top_k": 0}}, {"configurable": {"thread_id": "k"}}, context=RunContext(host=RunHost(event_sink=received.append, services=Services())))
     assert result["error"].kind == ErrorKind.INVALID_INPUT and "rerank_top_k" in result["error"].message
     # no turn driver around this run (its context has no ids): the graph frames the turn itself
     assert [e.response_type for e in received] == [ResponseType.AGENT_QUERY, ResponseType.ERROR, ResponseType.COMPLETE]
@@ -150,7 +150,7 @@ async def test_agent_config_in_the_run_context_sets_request_defaults(scripted_mo
     from ragline.graph.request import AgentConfig
 
     graph = build_graph("chat_stream", checkpointer=memory_saver())
-    await graph.ainvoke({"request": {"query": "hi"}}, {"configurable": {"thread_id": "a"}}, context=RunContext(agent=AgentConfig(summary={"max_tokens": 11}), services=Services()))
+    await graph.ainvoke({"request": {"query": "hi"}}, {"configurable": {"thread_id": "a"}}, context=RunContext(agent=AgentConfig(summary={"max_tokens": 11}), host=RunHost(services=Services())))
     assert scripted_model.requests[-1]["max_tokens"] == 11
 
 
@@ -160,7 +160,7 @@ async def test_parallel_branches_merge_into_one_deduplicated_result_list(scripte
     searches.update(chunks=[_result("c1", "Chunk text about rivers.")],
                     entities=[_result("c1", "Chunk text about rivers."), _result("e1", "Entity text about mountains.")])
     graph = _graph()
-    context = RunContext(cancel_event=threading.Event(), services=Services(), session_id="parallel")
+    context = RunContext(session_id="parallel", host=RunHost(cancel_event=threading.Event(), services=Services()))
     events = await _run(graph, PipelineRequest(query="rivers and mountains", knowledge_base_ids=["kb"]), context)
     searched = (await graph.aget_state({"configurable": {"thread_id": "parallel"}})).values["search_results"]
     assert sorted(result.id for result in searched) == ["c1", "e1"]
@@ -180,9 +180,9 @@ async def test_each_turn_starts_from_clean_per_turn_keys_while_messages_persist(
     scripted_model.on(lambda b: True, Reply.text("fine"))
     graph = _graph()
     config = {"configurable": {"thread_id": "clean"}}
-    first = await graph.ainvoke({"request": PipelineRequest(query="hello", knowledge_base_ids=["kb"])}, config, context=RunContext(services=Services()))
+    first = await graph.ainvoke({"request": PipelineRequest(query="hello", knowledge_base_ids=["kb"])}, config, context=RunContext(host=RunHost(services=Services())))
     assert first["intent"] == "greeting"
-    second = await graph.ainvoke({"request": PipelineRequest(query="q", knowledge_base_ids=["kb"], rewrite_enabled=False)}, config, context=RunContext(services=Services()))
+    second = await graph.ainvoke({"request": PipelineRequest(query="q", knowledge_base_ids=["kb"], rewrite_enabled=False)}, config, context=RunContext(host=RunHost(services=Services())))
     state = (await graph.aget_state(config)).values
     assert second["intent"] == "" and state["system_prompt_override"] is None
     assert [m.type for m in state["messages"]] == ["human", "ai", "human", "ai"]
@@ -192,7 +192,7 @@ async def test_runtime_handles_never_reach_the_checkpoint(scripted_model):
     graph = build_graph("chat_stream", checkpointer=memory_saver())
     sink_marker = []
     config = {"configurable": {"thread_id": "handles"}}
-    await graph.ainvoke({"request": {"query": "hi"}}, config, context=RunContext(event_sink=sink_marker.append, cancel_event=threading.Event(), services=Services()))
+    await graph.ainvoke({"request": {"query": "hi"}}, config, context=RunContext(host=RunHost(event_sink=sink_marker.append, cancel_event=threading.Event(), services=Services())))
     saved = graph.checkpointer.get_tuple(config).checkpoint
     values = saved["channel_values"].values()
     assert not any(callable(v) or isinstance(v, (threading.Event, RunContext, Services)) for v in values)

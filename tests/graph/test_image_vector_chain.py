@@ -10,7 +10,7 @@ import base64
 import re
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ResponseType
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
@@ -41,7 +41,7 @@ async def test_a_picture_found_by_its_own_vector_is_kept_merged_shown_and_cited(
     scripted_model.on(lambda body: True, Reply(chunks=["The chart shows monthly bars", ' <ref id="c1"/>', "."]))
     request = PipelineRequest(query=QUESTION, knowledge_base_ids=[kb.id], rewrite_enabled=False)
     graph = build_graph("ragline", checkpointer=memory_saver())
-    events = [e async for e in stream_turn(graph, request, RunContext(session_id="s-image", services=core))]
+    events = [e async for e in stream_turn(graph, request, RunContext(session_id="s-image", host=RunHost(services=core)))]
 
     [references] = [e.knowledge_references for e in events if e.response_type == ResponseType.REFERENCES]
     first = references[0]
@@ -69,7 +69,7 @@ async def test_with_a_vision_reranker_the_picture_is_kept_by_its_own_score(tmp_p
     scripted_model.on(lambda body: True, Reply.text("Monthly bars."))
     request = PipelineRequest(query=QUESTION, knowledge_base_ids=[kb.id], rewrite_enabled=False)
     graph = build_graph("ragline", checkpointer=memory_saver())
-    events = [e async for e in stream_turn(graph, request, RunContext(session_id="s-vision-rerank", services=core))]
+    events = [e async for e in stream_turn(graph, request, RunContext(session_id="s-vision-rerank", host=RunHost(services=core)))]
 
     [rerank] = scripted_model.rerank_requests
     assert rerank["documents"] == [{"image": base64.b64encode(CHART_PNG).decode()}]  # the picture, not its words

@@ -3,7 +3,7 @@
 from langchain_core.messages import AIMessage, AIMessageChunk
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.message_stream import AnswerChunks
 from ragline.graph.request import PipelineRequest
@@ -15,7 +15,7 @@ from tests.scripted_model import Reply
 async def _stream(graph, graph_input, thread: str, **kwargs):
     items = []
     async for mode, item in graph.astream(graph_input, {"configurable": {"thread_id": thread}}, stream_mode=["messages", "custom"],
-                                          context=RunContext(services=Services()), **kwargs):
+                                          context=RunContext(host=RunHost(services=Services())), **kwargs):
         items.append((mode, item))
     return items
 

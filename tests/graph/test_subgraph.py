@@ -6,7 +6,7 @@ from typing import Annotated, Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.services import Services
@@ -53,7 +53,7 @@ async def test_a_parent_hands_the_services_to_the_embedded_graph_through_its_run
     scripted_model.on(lambda b: True, Reply.text("Berlin."))
     parent = _parent(context_schema=RunContext)
     result = await parent.ainvoke({"question": "Capital of Germany?"}, {"configurable": {"thread_id": "p3"}},
-                                  context=RunContext(services=Services()))
+                                  context=RunContext(host=RunHost(services=Services())))
     assert result["log"] == ["prepared", "answer: Berlin."]
 
 

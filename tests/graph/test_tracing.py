@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph import tracing
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import TurnDriver, stream_turn
@@ -56,7 +56,7 @@ def knowledge(scripted_model, tmp_path):
 
 async def _ask(services: Services, kb_id: str, session_id: str = "s-trace") -> None:
     request = PipelineRequest(query="How long does pairing the Aurora sensor take?", knowledge_base_ids=[kb_id], relevance_gate_enabled=False)
-    context = RunContext(session_id=session_id, request_id="r-1", assistant_message_id="m-1", services=services)
+    context = RunContext(session_id=session_id, request_id="r-1", assistant_message_id="m-1", host=RunHost(services=services))
     [_ async for _ in stream_turn(build_graph("ragline", checkpointer=memory_saver()), request, context)]
 
 

@@ -6,7 +6,7 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.citations.messages import message_text
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import TurnDriver, TurnWrites
@@ -19,7 +19,7 @@ async def test_what_the_stages_wrote_is_what_the_thread_holds_after_the_turn(scr
     scripted_model.on(lambda b: True, Reply.text("An answer of a few words."))
     graph = build_graph("ragline", checkpointer=memory_saver())
     for n in (1, 2):  # the second turn: the thread already holds the first
-        driver = TurnDriver(graph, RunContext(session_id="s", assistant_message_id=f"a{n}", services=Services()), durability="sync")
+        driver = TurnDriver(graph, RunContext(session_id="s", assistant_message_id=f"a{n}", host=RunHost(services=Services())), durability="sync")
         async for _ in driver.event_dicts({"request": PipelineRequest(query=f"question {n}", rewrite_enabled=False)}):
             pass
         thread = (await threads.snapshot(graph, "s")).values

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import EventSink, RunContext, RunHost
 from ragline.graph.events import ResponseType, StreamResponse
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
@@ -15,7 +15,7 @@ from ragline.services import Services
 
 async def run_turn(preset: str, request: PipelineRequest, graph=None, session_id: str = "s1") -> list[StreamResponse]:
     graph = graph or build_graph(preset, checkpointer=memory_saver())
-    context = RunContext(session_id=session_id, services=Services())  # built now: the test's settings apply
+    context = RunContext(session_id=session_id, host=RunHost(services=Services()))  # built now: the test's settings apply
     return [event async for event in stream_turn(graph, request, context)]
 
 
@@ -27,6 +27,7 @@ def answer_text(events: list[StreamResponse]) -> str:
     return "".join(e.content for e in of_type(events, ResponseType.ANSWER))
 
 
-def node_runtime(services: Services | None = None, **context: object) -> Runtime[RunContext]:
+def node_runtime(services: Services | None = None, event_sink: EventSink | None = None, **context: object) -> Runtime[RunContext]:
     """A runtime for calling a node directly, with services built from the test's settings."""
-    return Runtime(context=RunContext(services=services or Services(), **context))  # type: ignore[arg-type]
+    host = RunHost(services=services or Services(), event_sink=event_sink)
+    return Runtime(context=RunContext(**context, host=host))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.graph.state import ErrorKind, TurnIds
 from ragline.ingestion.service import TextDocument
@@ -13,7 +13,7 @@ TURN = TurnIds("s", "r", "u", "a")
 
 class _Runtime:
     def __init__(self, services, tenant="default"):
-        self.context = RunContext(services=services, tenant_id=tenant)
+        self.context = RunContext(tenant_id=tenant, host=RunHost(services=services))
 
 
 async def _kb_with_two_documents(stack, ingestion):

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.request import PipelineRequest
 from ragline.ingestion.parsers import parse_file
 from ragline.models.embeddings import Embedder
@@ -40,7 +40,7 @@ class Library:
                             knowledge_base_id=self.kb.id, knowledge_title=path.name, metadata=metadata)
 
     def runtime(self) -> Runtime[RunContext]:
-        return Runtime(context=RunContext(services=Services(retrieval_factory=lambda: self.stack)))
+        return Runtime(context=RunContext(host=RunHost(services=Services(retrieval_factory=lambda: self.stack))))
 
 
 @pytest.fixture

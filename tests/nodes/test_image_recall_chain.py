@@ -3,7 +3,7 @@ relevance gate lets it by: it has no words), rerank keeps it, chunk_merge chains
 
 from __future__ import annotations
 
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
 from ragline.nodes.chunk_merge import chunk_merge
@@ -17,7 +17,7 @@ from tests.image_vectors import QUESTION, image_kb
 
 class _Runtime:
     def __init__(self, services: Services) -> None:
-        self.context = RunContext(services=services, tenant_id="default")
+        self.context = RunContext(tenant_id="default", host=RunHost(services=services))
 
 
 async def test_an_image_vector_hit_reaches_merge_with_its_passage(tmp_path, scripted_model):

@@ -3,7 +3,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ResponseType
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
@@ -20,9 +20,9 @@ def _state(query: str) -> dict[str, Any]:
     return {"request": PipelineRequest(query=query), "turn": TURN}
 
 
-def _runtime(store, embedder, **context: Any) -> Runtime[RunContext]:
+def _runtime(store, embedder, event_sink=None, **context: Any) -> Runtime[RunContext]:
     services = Services(memory_store_factory=lambda: store, embedder_factory=lambda: embedder)
-    return Runtime(context=RunContext(services=services, **context))
+    return Runtime(context=RunContext(**context, host=RunHost(services=services, event_sink=event_sink)))
 
 
 async def _remember(store, caller: Caller, *texts: str) -> None:

@@ -1,6 +1,6 @@
 import pytest
 
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.request import PipelineRequest, SearchTarget
 from ragline.models.rerank import RerankError, RerankScore
 from ragline.nodes.rerank import is_scoped, rerank
@@ -46,7 +46,7 @@ class _Services(Services):
 
 class _Runtime:
     def __init__(self, reranker):
-        self.context = RunContext(services=_Services(reranker))
+        self.context = RunContext(host=RunHost(services=_Services(reranker)))
 
 
 def _state(**request):

@@ -10,7 +10,7 @@ import pytest
 from ragline.checkpoints.redis_streams import RedisStreamManager
 from ragline.checkpoints.streams import MemoryStreamManager, StreamManager
 from ragline.graph import events
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ProgressWindow
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import TurnIds
@@ -24,7 +24,7 @@ TURN = TurnIds("s", "r", "u", "a")
 
 def _relay(streams: StreamManager | None = None) -> tuple[StageEvents, StreamManager, Run]:
     """A relay for a run as service/runs.py makes it (its driver only tracks events here: no graph)."""
-    context = RunContext(session_id="s", request_id="r", user_message_id="u", assistant_message_id="a", cancel_event=threading.Event())
+    context = RunContext(session_id="s", request_id="r", user_message_id="u", assistant_message_id="a", host=RunHost(cancel_event=threading.Event()))
     record = RunRecord("s", "r", "u", "a", tenant_id="t", owner_id="o", request_json="{}", query="q")
     run = Run(record, TurnDriver(None, context), PipelineRequest(query="q"))  # type: ignore[arg-type]
     streams = streams or MemoryStreamManager()
@@ -45,7 +45,7 @@ async def test_events_are_in_the_log_the_moment_a_stage_emits_them(streams):
 async def test_what_the_run_does_not_admit_never_reaches_the_log(streams):
     relay, streams, run = _relay(streams)
     relay(events.answer(TURN, "before the stop"))
-    run.driver.context.cancel_event.set()
+    run.driver.context.host.cancel_event.set()
     relay(events.answer(TURN, " after it"))
     await relay.delivered()
     assert [entry.event["content"] for entry in await streams.read("s", "a")] == ["before the stop"]

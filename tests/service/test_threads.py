@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from ragline.checkpoints.savers import memory_saver, redis_saver
-from ragline.graph.context import RunContext
+from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
 from ragline.service import threads
@@ -28,8 +28,7 @@ async def graph(request):
 
 
 async def turn(graph, session: str, n: int) -> None:
-    context = RunContext(session_id=session, request_id=f"r{n}", user_message_id=f"u{n}", assistant_message_id=f"a{n}", services=Services(),
-                         cancel_event=threading.Event())  # as the service's runs have: the service saves a hard-cancelled answer itself
+    context = RunContext(session_id=session, request_id=f"r{n}", user_message_id=f"u{n}", assistant_message_id=f"a{n}", host=RunHost(services=Services(), cancel_event=threading.Event()))  # as the service's runs have: the service saves a hard-cancelled answer itself
     request = PipelineRequest(query=f"question {n}", rewrite_enabled=False)
     async for _ in graph.astream({"request": request}, threads.thread_config(session), context=context, stream_mode="custom", durability="sync"):
         pass
