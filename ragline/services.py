@@ -1,7 +1,7 @@
 """The composition root: every long-lived service the stages call, built once from settings.
 
 Replaces the seed's DI container (internal/container/container.go). Every host builds one
-`Services` and hands it to each run through `RunContext.services`: the CLI, the HTTP service,
+`Services` and hands it to each run through `RunContext.host.services`: the CLI, the HTTP service,
 `langgraph dev` (graph/graphs.py) and a parent graph that embeds ours. Nothing else opens a
 store or picks a model: nodes ask `services_of(runtime)`.
 

@@ -1,4 +1,4 @@
-"""Stages read their services (the knowledge stack) through RunContext.services."""
+"""Stages read their services (the knowledge stack) through RunContext.host.services."""
 
 from __future__ import annotations
 
