@@ -45,10 +45,10 @@ class RunRecord:
     def message_id(self) -> str:
         return self.assistant_message_id
 
-
-def turn_of(record: RunRecord) -> TurnIds:
-    """The ids a run's events carry."""
-    return TurnIds(record.session_id, record.request_id, record.user_message_id, record.assistant_message_id)
+    @property
+    def turn(self) -> TurnIds:
+        """The ids a run's events carry (the record's first four fields)."""
+        return TurnIds(self.session_id, self.request_id, self.user_message_id, self.assistant_message_id)
 
 
 class RunRegistry(Protocol):

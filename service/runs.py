@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from dataclasses import asdict
 from functools import partial
 from typing import Any
 
@@ -50,7 +51,7 @@ from ragline.service.assistants import Assistant
 from ragline.service.backend import Backend
 from ragline.service.heap import HeapFreezer
 from ragline.service.models import check_models
-from ragline.service.registry import Decision, RunRecord, turn_of
+from ragline.service.registry import Decision, RunRecord
 from ragline.service.relay import Run, StageEvents
 from ragline.service.sessions import LastRequestState, Session, utcnow
 from ragline.service.settle import settle_answer
@@ -117,11 +118,9 @@ class RunManager:
         if agent is not None:
             check_agent_model(request, self.settings)
         ids = turn_ids(RunContext(session_id=session.id))
+        tools: dict[str, Any] = agent.agent_tools() if agent is not None else {}
         record = RunRecord(
-            session_id=session.id,
-            request_id=ids.request_id,
-            user_message_id=ids.user_message_id,
-            assistant_message_id=ids.assistant_message_id,
+            **asdict(ids),
             tenant_id=who.tenant_id,
             owner_id=who.user_id,
             request_json=request.model_dump_json(),
@@ -132,12 +131,12 @@ class RunManager:
             assistant_version=assistant.version if assistant else 0,
             agent_json=assistant.config.model_dump_json(exclude_none=True) if assistant else "",
             graph="agent" if agent is not None else "pipeline",
-            **(agent.agent_tools() if agent is not None else {}),
+            **tools,
         )
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:
             raise ConflictError(f"a reply is still being generated in this session (message {running.assistant_message_id}); stop it or wait")
-        first = events.agent_query(turn_of(record), request.query, title_pending=record.title_pending)
+        first = events.agent_query(record.turn, request.query, title_pending=record.title_pending)
         await self.backend.streams.append(record.session_id, record.message_id, as_json(first))
         await self.backend.sessions.patch(session.id, {"updated_at": utcnow(), "last_request_state": LastRequestState.of(request)})
         self._launch(record, request, resume=False)
@@ -147,7 +146,7 @@ class RunManager:
 
     async def stop(self, record: RunRecord) -> None:
         """Append the stop event and raise the flag; the holder cancels the run within 500 ms."""
-        await self.backend.streams.append(record.session_id, record.message_id, as_json(events.stop(turn_of(record))))
+        await self.backend.streams.append(record.session_id, record.message_id, as_json(events.stop(record.turn)))
         await self.backend.registry.request_stop(record)
         run = self._runs.get(record.message_id)
         if run is not None:
@@ -164,10 +163,7 @@ class RunManager:
 
     def _launch(self, record: RunRecord, request: PipelineRequest, *, resume: bool) -> None:
         context = RunContext(
-            session_id=record.session_id,
-            request_id=record.request_id,
-            user_message_id=record.user_message_id,
-            assistant_message_id=record.assistant_message_id,
+            **asdict(record.turn),
             tenant_id=record.tenant_id,
             user_id=record.owner_id,
             agent=AgentConfig.model_validate_json(record.agent_json) if record.agent_json else None,
@@ -239,7 +235,7 @@ class RunManager:
         except Exception as exc:  # the driver turns graph failures into an error event; this is the rest
             log.exception("run %s failed", record.message_id)
             if not run.transcript.failed:
-                await self._write(run, as_json(events.error(turn_of(record), f"the pipeline failed: {exc}", code="internal")))
+                await self._write(run, as_json(events.error(record.turn, f"the pipeline failed: {exc}", code="internal")))
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
@@ -384,5 +380,5 @@ class RunManager:
     async def _title(self, record: RunRecord, request: PipelineRequest) -> None:
         title = await title_new_session(self.backend.sessions, record.session_id, record.query, self.services.chat(request.chat_model))
         if title is not None:
-            await self.backend.streams.append(record.session_id, record.message_id, as_json(events.session_title(turn_of(record), title)))
+            await self.backend.streams.append(record.session_id, record.message_id, as_json(events.session_title(record.turn, title)))
 

@@ -16,7 +16,6 @@ from ragline.citations.messages import message_text
 from ragline.graph import events
 from ragline.graph.events import as_json
 from ragline.service import threads
-from ragline.service.registry import turn_of
 from ragline.service.relay import Run
 
 Write = Callable[[Event], Awaitable[None]]  # appends an event to the run's log, as the run's last words
@@ -46,7 +45,7 @@ async def settle_answer(run: Run, values: dict[str, Any] | None, graph: Any, wri
     text = message_text(saved)
     if text == shown.answer:
         return
-    turn = turn_of(record)
+    turn = record.turn
     if text.startswith(shown.answer):  # the stream missed the tail (a crash right after the node)
         await write(as_json(events.answer(turn, text[len(shown.answer) :])))
     else:
