@@ -42,7 +42,6 @@ from ragline.models.chat import (
     Message,
     StreamEnd,
 )
-from ragline.services import Services
 
 TRUNCATED_EMPTY_HINT = (
     "The answer reached the model's output limit before any text was produced. "
@@ -214,7 +213,7 @@ def _user_words(messages: list[Message]) -> list[str]:
 def _embedder(context: RunContext) -> TextEmbedder | None:
     """The run's embedder, for attribution; a host that gave no services gets no attribution."""
     services = context.host.services
-    return services.embedder if isinstance(services, Services) else None
+    return services.embedder if services is not None else None
 
 
 def model_error_update(turn: TurnIds, context: RunContext, exc: ChatModelError) -> dict[str, Any]:

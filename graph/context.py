@@ -61,7 +61,7 @@ class RunContext:
     agent_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools the assistant allows (graph/agent.py); empty offers nodes/tools DEFAULT_TOOLS (not the web tools)."})
     approval_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools whose calls wait for the user's approval (graph/approval.py); an MCP server's name: each of its tools."})
     agent_mcp_servers: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the MCP servers (of settings agent_mcp_servers) whose tools the agent may call."})
-    host: SkipJsonSchema[InstanceOf[RunHost]] = field(default_factory=lambda: RunHost(), repr=False, metadata={"description": "What the code hosting the run hands its stages (not JSON: left out of Studio's form)."})
+    host: SkipJsonSchema[InstanceOf[RunHost]] = field(default_factory=RunHost, repr=False, metadata={"description": "What the code hosting the run hands its stages (not JSON: left out of Studio's form)."})
 
     def answer_metadata(self) -> dict[str, Any]:
         """What the answer's message records of the run: the assistant (and version) it ran with."""
