@@ -24,7 +24,7 @@ from ragline.citations.links import LinkGuard
 from ragline.citations.plain import plain_text
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
 from ragline.generation.messages import answer_messages
-from ragline.graph import events
+from ragline.graph import events, thread_messages
 from ragline.graph.context import RunContext
 from ragline.graph.message_stream import AnswerChunks
 from ragline.graph.request import PipelineRequest
@@ -79,18 +79,13 @@ def assistant_message(turn: TurnIds, response: ChatResponse, references: list[An
     """The answer as the conversation keeps it. `plain` (a turn asked in messages form, by a parent
     graph or Studio's chat): the text without citation tags, the citations as data beside it.
     `metadata`: what the run records on its answer (RunContext.answer_metadata: the assistant)."""
-    kwargs: dict[str, Any] = {
-        **(metadata or {}),
-        "request_id": turn.request_id,
-        "references": [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in references or []],
-        "truncated": response.truncated,
-        "stopped": response.stopped,
-    }
-    content = response.content
+    content, citations = response.content, None
     if plain:
-        content, citations = plain_text(content)
-        kwargs["citations"] = [c.as_dict() for c in citations]
-    return AIMessage(content=content, id=turn.assistant_message_id, additional_kwargs=kwargs)
+        content, cited = plain_text(content)
+        citations = [c.as_dict() for c in cited]
+    return thread_messages.answer(content, id=turn.assistant_message_id, request_id=turn.request_id,
+                                  references=references or (), stopped=response.stopped, truncated=response.truncated,
+                                  citations=citations, metadata=metadata)
 
 
 def _finish(client: ChatClient, content: str, thinking: str, end: StreamEnd, turn: TurnIds, context: RunContext,

@@ -42,7 +42,7 @@ from ragline.citations import Registry, SourceChunk
 from ragline.citations.references import build_references, references_payload
 from ragline.generation.answer import assistant_message, chat_options, is_truncation, model_error_update
 from ragline.generation.vision import ImageRef, context_image_parts, supports_vision
-from ragline.graph import events
+from ragline.graph import events, thread_messages
 from ragline.graph.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentState
 from ragline.graph.approval import announce, approval
 from ragline.graph.binding import HostDefaults
@@ -102,7 +102,7 @@ def _history(state: AgentState) -> list[dict[str, Any]]:
     rounds = max(state["request"].max_history_rounds, 0)
     this_turn = state["turn"].request_id
     earlier = [m for m in state.get("messages", []) if isinstance(m, HumanMessage | AIMessage) and m.text.strip()
-               and str(m.additional_kwargs.get("request_id") or "").split(":")[0] != this_turn]
+               and thread_messages.round_of(m) != this_turn]
     kept = earlier[-2 * rounds :] if rounds else []
     return [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": m.text} for m in kept]
 
@@ -148,11 +148,11 @@ async def _injected(state: AgentState, context: RunContext) -> dict[str, Any]:
     """The messages the user sent while the loop ran (the host's inbox), as this step's user turns:
     each announced (user_message_injected) and kept in the conversation's history."""
     texts = [text for text in (await context.host.inbox() if context.host.inbox is not None else []) if text.strip()]
-    turn, offset = state["turn"], sum(1 for m in state.get("messages", []) if m.additional_kwargs.get("injected"))
+    turn, offset = state["turn"], sum(1 for m in state.get("messages", []) if thread_messages.is_injected(m))
     for text in texts:
         events.emit(context, events.user_message_injected(turn, text))
-    kept = [HumanMessage(content=text, id=f"{turn.user_message_id}:injected:{offset + i}",
-                         additional_kwargs={"request_id": f"{turn.request_id}:injected", "injected": True}) for i, text in enumerate(texts)]
+    kept = [thread_messages.injected_question(text, id=f"{turn.user_message_id}:injected:{offset + i}", request_id=turn.request_id)
+            for i, text in enumerate(texts)]
     return {"conversation": [{"role": "user", "content": text} for text in texts], **({"messages": kept} if kept else {})}
 
 

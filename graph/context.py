@@ -16,6 +16,7 @@ from pydantic import InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 
 from ragline.graph.request import AgentConfig
+from ragline.graph.thread_messages import ASSISTANT_ID, ASSISTANT_VERSION
 from ragline.services import Services
 
 EventSink = Callable[[Any], None]
@@ -65,7 +66,7 @@ class RunContext:
 
     def answer_metadata(self) -> dict[str, Any]:
         """What the answer's message records of the run: the assistant (and version) it ran with."""
-        return {"assistant_id": self.assistant_id, "assistant_version": self.assistant_version} if self.assistant_id else {}
+        return {ASSISTANT_ID: self.assistant_id, ASSISTANT_VERSION: self.assistant_version} if self.assistant_id else {}
 
     def cancel(self) -> None:
         """Ask the run to stop: its stages check before the next model call (and the host cancels it after a grace)."""

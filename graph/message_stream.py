@@ -19,6 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk
 
 from ragline.citations.plain import PlainText
+from ragline.graph import thread_messages
 from ragline.graph.state import TurnIds
 
 
@@ -50,12 +51,11 @@ class AnswerChunks:
             return
         plain, citations = self.plain.feed(text)
         if plain or citations:
-            kwargs: dict[str, Any] = {"citations": [c.as_dict() for c in citations]} if citations else {}
-            self._push(AIMessageChunk(content=plain, id=self.message_id, additional_kwargs=kwargs))
+            self._push(thread_messages.answer_chunk(plain, id=self.message_id, citations=[c.as_dict() for c in citations]))
 
     def thinking(self, text: str) -> None:
         if self.active and text:
-            self._push(AIMessageChunk(content="", id=self.message_id, additional_kwargs={"reasoning_content": text}))
+            self._push(thread_messages.thinking_chunk(text, id=self.message_id))
 
     def _push(self, chunk: AIMessageChunk) -> None:
         from langgraph.graph.message import push_message

@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import ValidationError
 
-from ragline.graph import events
+from ragline.graph import events, thread_messages
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.input_check import Refusal, validate_input
 from ragline.graph.request import PipelineRequest, effective_request
@@ -105,12 +105,9 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
     if "error" in started:
         return started
     request = started["request"]
-    user_message = HumanMessage(
-        content=request.query,
-        id=turn.user_message_id,
-        # the seed's Images (URL + Caption): query_understand writes the description into the caption
-        additional_kwargs={"request_id": turn.request_id, "images": [{"url": i.url, "caption": i.caption or ""} for i in request.images]},
-    )
+    # the seed's Images (URL + Caption): query_understand writes the description into the caption
+    user_message = thread_messages.question(request.query, id=turn.user_message_id, request_id=turn.request_id,
+                                            images=[{"url": i.url, "caption": i.caption} for i in request.images])
     return {"request": request, "turn": turn, **turn_resets(state), "messages": [user_message]}
 
 
@@ -130,7 +127,7 @@ async def begin_chat_turn(state: PipelineState, runtime: Runtime[RunContext]) ->
     started = await _settled({"query": question.text}, turn, context)
     if "error" in started:
         return started
-    marked = question.model_copy(update={"additional_kwargs": {**question.additional_kwargs, "request_id": turn.request_id}})
+    marked = thread_messages.with_fields(question, **{thread_messages.REQUEST_ID: turn.request_id})
     return {"request": started["request"], "turn": turn, **turn_resets(state), "plain_reply": True, "messages": [marked]}
 
 
@@ -148,7 +145,7 @@ def _open_driverless_turn(turn: TurnIds, context: RunContext, query: str) -> Non
 def _open_question(messages: list[AnyMessage]) -> HumanMessage | None:
     """The last message when it is a human message no turn has answered yet."""
     last = messages[-1] if messages else None
-    if isinstance(last, HumanMessage) and not last.additional_kwargs.get("request_id") and last.text.strip():
+    if isinstance(last, HumanMessage) and not thread_messages.request_id_of(last) and last.text.strip():
         return last
     return None
 

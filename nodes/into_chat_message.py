@@ -13,24 +13,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 
 from ragline import prompts
 from ragline.generation.citing import render_contexts, source_chunks
 from ragline.generation.messages import placeholder_values
+from ragline.graph import thread_messages
 from ragline.graph.context import RunContext
 from ragline.graph.state import PipelineState
 from ragline.services import services_of
 
 
-def _audited_user_message(state: PipelineState, rendered: str) -> list[HumanMessage]:
+def _audited_user_message(state: PipelineState, rendered: str) -> list[AnyMessage]:
     turn = state["turn"]
     original = next((m for m in state.get("messages", []) if m.id == turn.user_message_id), None)
     if original is None:
         return []
-    extra = {**original.additional_kwargs, "rendered_content": rendered}
-    return [HumanMessage(content=original.content, id=original.id, additional_kwargs=extra)]  # same id: replaced
+    return [thread_messages.with_fields(original, **{thread_messages.RENDERED_CONTENT: rendered})]
 
 
 async def into_chat_message(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:

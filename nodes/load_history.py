@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from ragline import defaults
 from ragline.citations.messages import message_text
+from ragline.graph import thread_messages
 from ragline.graph.context import RunContext
 from ragline.graph.state import HistoryTurn, PipelineState
 from ragline.models.think import strip_think
@@ -23,8 +24,7 @@ from ragline.models.think import strip_think
 
 def _with_captions(message: AnyMessage) -> str:
     """The question plus its images' captions (seed: history adds the Images' Caption on the user side)."""
-    images = message.additional_kwargs.get("images")
-    captions = [str(i.get("caption") or "").strip() for i in images if isinstance(i, dict)] if isinstance(images, list) else []
+    captions = [str(i.get("caption") or "").strip() for i in thread_messages.images_of(message)]
     lines = [f"[image: {caption}]" for caption in captions if caption]
     return "\n".join([message_text(message), *lines]) if lines else message_text(message)
 
@@ -38,7 +38,7 @@ def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_reques
     rounds: list[HistoryTurn] = []
     unmarked_question = ""  # a conversation written elsewhere (Studio's chat, a parent graph) has no request ids
     for index, message in enumerate(recent):
-        request_id = str(message.additional_kwargs.get("request_id") or "")
+        request_id = thread_messages.request_id_of(message)
         if not request_id:
             request_id, unmarked_question = _unmarked_round(message, index, unmarked_question)
         if not request_id or request_id == current_request_id:
@@ -51,7 +51,7 @@ def pair_history(messages: Sequence[AnyMessage], max_rounds: int, current_reques
                     request_id=request_id,
                     query=questions.pop(request_id),
                     answer=strip_think(message_text(message)),
-                    references=tuple(message.additional_kwargs.get("references") or ()),
+                    references=tuple(thread_messages.references_of(message)),
                 )
             )
     return rounds[-max_rounds:]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 
 from ragline import defaults, prompts
@@ -29,6 +29,7 @@ from ragline.generation.rewrite import NO_CONVERSATION, conversation_within_budg
 from ragline.generation.standalone import stands_on_its_own
 from ragline.generation.understanding import Understanding, parse_understanding
 from ragline.generation.vision import supports_vision
+from ragline.graph import thread_messages
 from ragline.graph.context import RunContext
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import PipelineState, QueryIntent, needs_retrieval
@@ -161,18 +162,16 @@ def intent_prompt_override(intent: str, request: PipelineRequest) -> str | None:
     return template.text() if template else None
 
 
-def captioned_user_message(state: PipelineState, description: str) -> list[HumanMessage]:
+def captioned_user_message(state: PipelineState, description: str) -> list[AnyMessage]:
     """UpdateMessageImages: the user message again (same id, so it replaces the stored one) with
     the description as its first image's caption; nothing when there is nothing to write."""
     turn = state.get("turn")
     original = next((m for m in state.get("messages", []) if turn and m.id == turn.user_message_id), None)
-    images = list(original.additional_kwargs.get("images") or []) if original is not None else []
+    images = thread_messages.images_of(original) if original is not None else []
     if original is None or not images or not description:
         return []
-    first = images[0] if isinstance(images[0], dict) else {"url": str(images[0])}
-    images[0] = {**first, "caption": description}
-    kwargs = {**original.additional_kwargs, "images": images}
-    return [HumanMessage(content=original.content, id=original.id, additional_kwargs=kwargs)]
+    images[0] = {**images[0], "caption": description}
+    return [thread_messages.with_fields(original, **{thread_messages.IMAGES: images})]
 
 
 async def query_understand(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from ragline.citations import references_payload
 from ragline.citations.messages import message_text
 from ragline.generation.citing import source_chunks
+from ragline.graph import thread_messages
 from ragline.service import threads
 from ragline.service.access import (
     ConflictError,
@@ -43,10 +44,9 @@ class MessageImage(BaseModel):
     caption: str = Field("", description="The image's description: the client's, or the one query understanding wrote.")
 
 
-def message_images(raw: Any) -> builtins.list[MessageImage]:
-    """Stored images, also in the older shape (a bare URL per image)."""
-    items = raw if isinstance(raw, list) else []
-    return [MessageImage(url=i) if isinstance(i, str) else MessageImage.model_validate(i) for i in items if isinstance(i, str | dict)]
+def message_images(message: AnyMessage) -> builtins.list[MessageImage]:
+    """A question's images (thread_messages reads the older shape too: a bare URL per image)."""
+    return [MessageImage(url=str(i.get("url") or ""), caption=str(i.get("caption") or "")) for i in thread_messages.images_of(message)]
 
 
 class Message(BaseModel):
@@ -78,19 +78,19 @@ def shown_references(stored: Any) -> builtins.list[dict[str, Any]]:
 
 
 def message_view(message: AnyMessage, session_id: str) -> Message:
-    kwargs = message.additional_kwargs
+    assistant_id, assistant_version = thread_messages.assistant_of(message)
     return Message(
         id=message.id or "",
         session_id=session_id,
-        request_id=str(kwargs.get("request_id") or ""),
+        request_id=thread_messages.request_id_of(message),
         role="user" if isinstance(message, HumanMessage) else "assistant",
         content=message_text(message),
-        knowledge_references=shown_references(kwargs.get("references")),
-        images=message_images(kwargs.get("images")),
-        stopped=bool(kwargs.get("stopped")),
-        truncated=bool(kwargs.get("truncated")),
-        assistant_id=kwargs.get("assistant_id") or None,
-        assistant_version=kwargs.get("assistant_version") or None,
+        knowledge_references=shown_references(thread_messages.references_of(message)),
+        images=message_images(message),
+        stopped=thread_messages.is_stopped(message),
+        truncated=thread_messages.is_truncated(message),
+        assistant_id=assistant_id,
+        assistant_version=assistant_version,
     )
 
 

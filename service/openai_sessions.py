@@ -25,8 +25,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AnyMessage
 
+from ragline.graph import thread_messages
 from ragline.service import threads
 from ragline.service.access import ForbiddenError, NotFoundError, Principal
 from ragline.service.conversations import SessionService
@@ -137,9 +138,8 @@ def seed_messages(turns: Sequence[Turn]) -> list[AnyMessage]:
     for role, text in list(turns)[-SEED_MESSAGES_MAX:]:
         if role == "user":
             request_id = uuid.uuid4().hex
-            messages.append(HumanMessage(content=text, id=str(uuid.uuid4()), additional_kwargs={"request_id": request_id, "images": []}))
+            messages.append(thread_messages.question(text, id=str(uuid.uuid4()), request_id=request_id))
         else:
-            messages.append(AIMessage(content=text, id=str(uuid.uuid4()),
-                                      additional_kwargs={"request_id": request_id or uuid.uuid4().hex, "references": []}))
+            messages.append(thread_messages.answer(text, id=str(uuid.uuid4()), request_id=request_id or uuid.uuid4().hex))
             request_id = ""
     return messages
