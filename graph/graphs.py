@@ -44,7 +44,7 @@ from ragline.nodes.memory_recall import memory_recall
 from ragline.services import Services
 
 Graph = CompiledStateGraph[PipelineState, RunContext, PipelineInput, PipelineOutput]  # a compiled pipeline
-FALLBACK = "fallback"  # the node that answers "nothing found"; message edits are written as its update
+FALLBACK = "fallback"  # the node that answers "nothing found"
 CHAT_GRAPH = "ragline_chat"
 
 

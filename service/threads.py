@@ -1,24 +1,35 @@
 """A session's conversation as a LangGraph thread: read it, edit it, travel in its history.
 
 Edits go through `update_state`, so every change is a new checkpoint and the earlier ones stay in
-the history (fork and rewind read it). An edit is written as if the graph's `fallback` node made
-it: that node's only edge goes to END, so the thread stays at rest after the edit. A thread left
-with pending tasks (a run cancelled hard mid-node) is settled first: its pending tasks cleared.
+the history (fork and rewind read it). LangGraph writes an update through a node, and no stage of
+the pipeline made the edit, so edits are written by the one node of a graph of their own,
+`edit_messages`, on the pipeline's checkpointer and thread (as agent mode's graph shares it): the
+thread's history says an edit made the change, and the node's only edge goes to END, so the thread
+stays at rest after it. A thread left with pending tasks (a run cancelled hard mid-node) is
+settled first: its pending tasks cleared.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from ragline.citations.messages import message_text
-from ragline.graph.graphs import FALLBACK, Graph
+from ragline.graph import thread_messages
+from ragline.graph.context import RunContext
+from ragline.graph.graphs import Graph
+from ragline.graph.state import PipelineState
+
+EDIT = "edit_messages"  # the editor graph's node: what a thread's history names as an edit's writer
+Editor = CompiledStateGraph[PipelineState, RunContext, PipelineState, PipelineState]
 
 
 def thread_config(session_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
@@ -66,10 +77,30 @@ async def settle(graph: Graph, session_id: str) -> None:
         await graph.aupdate_state(state.config, None, as_node=END)  # from the newest checkpoint, not the pointer
 
 
+def _never_run(state: PipelineState) -> dict[str, Any]:  # update_state applies an edit through the node's writers
+    raise RuntimeError("the editor graph is only written through update_state")
+
+
+_editors: weakref.WeakKeyDictionary[Any, Editor] = weakref.WeakKeyDictionary()
+
+
+def _editor(graph: Graph) -> Editor:
+    """The one-node graph edits are written by, on `graph`'s checkpointer (compiled once per checkpointer)."""
+    saver = graph.checkpointer
+    editor = _editors.get(saver)
+    if editor is None:
+        builder = StateGraph(PipelineState, context_schema=RunContext)
+        builder.add_node(EDIT, _never_run)
+        builder.add_edge(START, EDIT)
+        builder.add_edge(EDIT, END)
+        editor = _editors[saver] = builder.compile(checkpointer=saver, name=EDIT)
+    return editor
+
+
 async def edit_messages(graph: Graph, session_id: str, updates: Sequence[AnyMessage | RemoveMessage]) -> None:
     await settle(graph, session_id)
     state = await snapshot(graph, session_id)
-    await graph.aupdate_state(state.config, {"messages": list(updates)}, as_node=FALLBACK)
+    await _editor(graph).aupdate_state(state.config, {"messages": list(updates)}, as_node=EDIT)
 
 
 async def remove_messages(graph: Graph, session_id: str, message_ids: Sequence[str]) -> None:
@@ -120,17 +151,14 @@ async def save_answer(
     existing = {m.id: m for m in await messages_of(graph, session_id)}
     updates: list[AnyMessage] = []
     if user_message_id not in existing:
-        updates.append(HumanMessage(content=query, id=user_message_id, additional_kwargs={"request_id": request_id, "images": []}))
+        updates.append(thread_messages.question(query, id=user_message_id, request_id=request_id))
     previous = existing.get(assistant_message_id)
-    if (
-        previous is not None
-        and message_text(previous) == content
-        and bool(previous.additional_kwargs.get("stopped")) == stopped
-        and not updates
-    ):
+    if previous is not None and message_text(previous) == content and thread_messages.is_stopped(previous) == stopped and not updates:
         await settle(graph, session_id)
         return
-    kwargs = dict(previous.additional_kwargs) if previous is not None else {"truncated": False}
-    kwargs.update({**(metadata or {}), "request_id": request_id, "stopped": stopped, "references": references or kwargs.get("references", [])})
-    updates.append(AIMessage(content=content, id=assistant_message_id, additional_kwargs=kwargs))
+    kept = {**previous.additional_kwargs, **(metadata or {})} if previous is not None else metadata
+    updates.append(thread_messages.answer(
+        content, id=assistant_message_id, request_id=request_id, stopped=stopped,
+        references=references or (thread_messages.references_of(previous) if previous is not None else ()),
+        truncated=previous is not None and thread_messages.is_truncated(previous), metadata=kept))
     await edit_messages(graph, session_id, updates)

@@ -85,3 +85,15 @@ async def test_a_thread_at_rest_is_read_once_from_its_newest_checkpoint(graph, s
     state = await threads.snapshot(graph, "s9")
     assert not state.next and [m.id for m in state.values["messages"]] == ["u1", "a1"]
     assert pointer_reads == []  # the history's newest checkpoint alone: one read of the thread, not two
+
+
+async def test_an_edit_is_written_by_the_editor_not_by_a_pipeline_stage(graph, scripted_model):
+    await turn(graph, "s", 1)
+    await threads.remove_messages(graph, "s", ["a1"])
+    state = await threads.snapshot(graph, "s")
+    assert state.next == () and [m.id for m in state.values["messages"]] == ["u1"]
+    written = await graph.checkpointer.aget_tuple(threads.thread_config("s"))
+    assert written is not None and threads.EDIT in written.checkpoint["versions_seen"]  # the node that wrote the edit
+    assert "fallback" not in written.checkpoint["versions_seen"]
+    await turn(graph, "s", 2)  # the pipeline takes the edited thread as it is
+    assert await ids(graph, "s") == ["u1", "u2", "a2"]
