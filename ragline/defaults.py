@@ -35,6 +35,7 @@ RELEVANCE_MIN_SCORE = 0.60  # idf-weighted term coverage + 3x similarity above t
 RELEVANCE_TERMS_PER_PASSAGE = 5  # a question with more content terms is judged on a share of 5 terms' weight (multi-hop: one passage holds one hop)
 RELEVANCE_KEEP_SHARE = 0.5  # once the best hit passes, hits at half its bar stay: lexical evidence misses paraphrases
 RELEVANCE_MIN_PART_TERMS = 2  # a part of a several-part question is judged alone only with this many content terms
+RELEVANCE_VARIANT_MIN_LETTERS = 5  # a Latin stem this long that begins another is its variant ("accur", "accuraci")
 RELEVANCE_MIN_POOL = 3  # below this many hits the idf of a term says nothing: all terms weigh 1
 RELEVANCE_JOINT_HITS = 3  # the best hit scores at least what the 3 best hold together (multi-hop: hops in different passages)
 RELEVANCE_JOINT_WEIGHT = 0.8  # ... at 0.8 of its share: 1.0 cost XQuAD 13 points of abstention, 0.8 three (retrieval/relevance.py)

@@ -199,3 +199,30 @@ def test_accent_folding_leaves_hangul_and_han_alone():
     from ragline.retrieval.relevance import _without_accents
 
     assert _without_accents("한국어 保修期 Akinoshū") == "한국어 保修期 Akinoshu"
+
+
+SPECS = passage("specs", "| measurement | range | accuracy |\n| humidity | 1 % to 99 % | ±3 % |\n| wind speed | 0 to 50 m/s | ±1 m/s |", 0.85)
+
+
+def test_a_question_word_form_the_passage_spells_otherwise_is_the_same_word():
+    """Snowball stems "accurate" as "accur" and "accuracy" as "accuraci": one begins the other."""
+    kept = relevant("How accurate is the humidity reading?", [SPECS, *NEIGHBOURS])
+    assert [r.id for r in kept] == ["specs"]
+
+
+def test_stems_shorter_than_the_variant_length_stay_apart(monkeypatch):
+    window = passage("window", "Move the console closer to the window.", 0.85)
+    assert relevant("What about the wind?", [window, *NEIGHBOURS]) == []  # "wind" does not begin "window" as a variant
+    monkeypatch.setattr(defaults, "RELEVANCE_VARIANT_MIN_LETTERS", 4)
+    assert [r.id for r in relevant("What about the wind?", [window, *NEIGHBOURS])] != []
+
+
+def test_the_variant_rule_is_what_passes_the_table(monkeypatch):
+    monkeypatch.setattr(defaults, "RELEVANCE_VARIANT_MIN_LETTERS", 99)  # no variants
+    assert relevant("How accurate is the humidity reading?", [SPECS, *NEIGHBOURS]) == []
+
+
+def test_up_to_is_how_a_question_asks_not_a_term_passages_hold():
+    scores = relevance_scores("Up to what wind speed does it measure?", [SPECS, *NEIGHBOURS])
+    assert scores is not None and scores[0] >= defaults.RELEVANCE_MIN_SCORE
+    assert relevance_scores("Up", [SPECS]) is None
