@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ragline import defaults
+from ragline.retrieval.merge import OWN_SPAN
 from ragline.retrieval.types import SearchResult
 from ragline.settings import Settings
 
@@ -45,27 +46,54 @@ def needed_beyond_budget(result: SearchResult, kept: list[SearchResult], *, join
     return joins_facts and all(result.knowledge_id != other.knowledge_id for other in kept)
 
 
+def unexpanded(result: SearchResult) -> SearchResult:
+    """The hit without the neighbours' text merge step 7 lent it (itself when it borrowed none)."""
+    span = result.metadata.get(OWN_SPAN)
+    if not (isinstance(span, list | tuple) and len(span) == 2 and all(isinstance(i, int) for i in span)):
+        return result
+    metadata = {key: value for key, value in result.metadata.items() if key not in (OWN_SPAN, "expanded")}
+    return result.model_copy(update={"content": result.content[span[0] : span[1]], "metadata": metadata})
+
+
 async def fit_budget(results: list[SearchResult], budget: int, count: TokenCounter, *,
                      joins_facts: bool = False) -> list[SearchResult]:
     """The leading results whose passages fit `budget` tokens together, and past it, up to
-    CONTEXT_BUDGET_STRETCH times the budget, the passages the question needs (needed_beyond_budget)."""
+    CONTEXT_BUDGET_STRETCH times the budget, the passages the question needs (needed_beyond_budget).
+    Passages are chosen by their own text; the text merge step 7 lent them from their neighbours
+    goes back in, in rank order, only where the budget still has room: another passage that
+    passed the gate is evidence, the next section of a manual only context."""
     if not results:
         return []
-    sizes = await count([result.content for result in results])
-    kept: list[SearchResult] = []
+    own = [unexpanded(result) for result in results]
+    sizes = await count([result.content for result in own] + [result.content for result in results])
+    own_sizes, full_sizes = sizes[: len(results)], sizes[len(results) :]
+    chosen, used = _choose(own, own_sizes, budget, joins_facts=joins_facts)
+    kept = []
+    for index, passage in chosen:
+        extra = full_sizes[index] - own_sizes[index]
+        if passage is own[index] and results[index] is not own[index] and used + extra <= budget:
+            passage, used = results[index], used + extra
+        kept.append(passage)
+    return kept
+
+
+def _choose(results: list[SearchResult], sizes: list[int], budget: int, *,
+            joins_facts: bool) -> tuple[list[tuple[int, SearchResult]], int]:
+    """(index, passage) of each result that goes in, and the tokens they take."""
+    kept: list[tuple[int, SearchResult]] = []
     used, full = 0, False
     stretched = budget * defaults.CONTEXT_BUDGET_STRETCH
-    for result, size in zip(results, sizes, strict=True):
+    for index, (result, size) in enumerate(zip(results, sizes, strict=True)):
         if not kept and size > budget:
-            kept.append(_cut(result, size, budget))
+            kept.append((index, _cut(result, size, budget)))
             used, full = budget, True
         elif not full and used + size <= budget:
-            kept.append(result)
+            kept.append((index, result))
             used += size
-        elif used + size <= stretched and needed_beyond_budget(result, kept, joins_facts=joins_facts):
-            kept.append(result)
+        elif used + size <= stretched and needed_beyond_budget(result, [k for _, k in kept], joins_facts=joins_facts):
+            kept.append((index, result))
             used += size
             full = True  # in rank order: a passage that did not fit is never passed by a weaker one
         else:
             full = True
-    return kept
+    return kept, used

@@ -124,6 +124,9 @@ def fill_faq_answers(results: Sequence[SearchResult]) -> list[SearchResult]:
     return filled
 
 
+OWN_SPAN = "own_span"  # where an expanded hit's own text is in its content: a tight context budget keeps only that
+
+
 def expand_short_chunks(results: Sequence[SearchResult], catalog: Catalog) -> list[SearchResult]:
     """Step 7: a text chunk under 350 characters borrows its neighbours' text up to about 850.
 
@@ -154,7 +157,9 @@ def _expand(result: SearchResult, neighbours: dict[str, Any]) -> SearchResult:
     if not prefix and not suffix:
         return result
     content = join_chunk_content(join_chunk_content(prefix, result.content), suffix) if suffix else join_chunk_content(prefix, result.content)
-    return result.model_copy(update={"content": content, "metadata": {**result.metadata, "expanded": True}})
+    start = content.find(result.content)  # the hit stays whole inside its expansion (join_chunk_content)
+    own = {OWN_SPAN: [start, start + len(result.content)]} if start >= 0 else {}
+    return result.model_copy(update={"content": content, "metadata": {**result.metadata, "expanded": True, **own}})
 
 
 def remove_partial_overlaps(results: Sequence[SearchResult]) -> list[SearchResult]:

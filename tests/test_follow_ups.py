@@ -94,8 +94,8 @@ async def test_the_rewrite_prompt_prefix_comes_from_the_prompt_cache_on_a_second
     assert last.prompt_tokens - last.cached_tokens <= 120  # the conversation and the question only
 
 
-@pytest.mark.xfail(strict=True, reason="the first answer names the winter tip's lithium cells, not the AA batteries (battery-type in "
-                   "test_sample_manual.py's KNOWN_WRONG), so the rewrite is 'How long does the outdoor sensor last?', and the gate refuses it")
+@pytest.mark.xfail(strict=True, reason="the first answer now names the two AA batteries, and the follow-up's answer repeats that "
+                   "Parts sentence instead of the specs' battery life (18 or 12 months)")
 async def test_a_conversation_on_the_sample_manual_answers_the_follow_up_about_the_battery():
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph.graphs import build_graph

@@ -101,7 +101,6 @@ def monkeypatch_module():
 # Wrong today (issue 30), each for a reason named here: strict, so a fix turns its case red until
 # the mark is removed. None of these wrong answers shows a source: the support check vetoes it.
 KNOWN_WRONG = {
-    "battery-type": "search ranks the troubleshooting tip ('use lithium cells in winter') above 'runs on two AA batteries'",
     "batteries-covered": "the 1.5B model reads 'Batteries ... are not covered' and answers 'Yes, batteries are covered'",
     "zh-batteries": "the model reads 电池…不在保修范围内 and answers 电池在保修范围内",
     "not-in-manual": "the gate passes on 'Aurora weather station' and the model invents a price (shown without a source)",
@@ -141,7 +140,6 @@ def test_every_question_of_the_suite_was_asked(answers):
 
 def test_no_wrong_answer_of_the_suite_shows_a_source(answers):
     """A wrong answer with a source badge looks checked: worse than "not found"."""
-    # battery-type is left out: its one sentence is true and from its passage, only not the answer
     wrong = ("batteries-covered", "zh-batteries", "not-in-manual")
     from ragline.generation.scoring import citations
 

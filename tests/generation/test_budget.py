@@ -53,3 +53,16 @@ async def test_a_question_joining_facts_gets_a_passage_of_another_document_past_
     assert [r.id for r in await fit_budget(pool, 10, words)] == ["a"]
     assert [r.id for r in await fit_budget(pool, 10, words, joins_facts=True)] == ["a", "c", "d"]  # 24 <= 24
     assert defaults.CONTEXT_BUDGET_STRETCH == 2.4
+
+
+async def test_the_text_neighbours_lent_a_passage_gives_way_to_another_passage():
+    """Merge step 7 lends a short hit its neighbours' text; within a tight budget the next passage
+    that passed the gate goes in first, and lent text only where room is left."""
+    content = "before1 before2 before3 own1 own2 after1 after2 after3"
+    start = content.index("own1")
+    expanded = hit("a", content=content, metadata={"expanded": True, "own_span": [start, start + len("own1 own2")]})
+    second = hit("b", content="b1 b2 b3")
+    kept = await fit_budget([expanded, second], 6, words)
+    assert [r.id for r in kept] == ["a", "b"] and kept[0].content == "own1 own2" and "own_span" not in kept[0].metadata
+    roomy = await fit_budget([expanded, second], 20, words)
+    assert [r.content for r in roomy] == [content, "b1 b2 b3"]  # room left: the lent text comes back

@@ -178,6 +178,8 @@ async def test_short_chunks_borrow_neighbour_text_from_the_same_document(ingesti
     assert middle.content in expanded.content
     assert len(expanded.content) > len(middle.content) and len(expanded.content) <= 850 + 2
     assert expanded.metadata["expanded"]
+    start, end = expanded.metadata["own_span"]
+    assert expanded.content[start:end] == middle.content  # where the hit is: a tight context budget keeps only that
 
 
 # --- partial overlaps: >= 0.85 of the smaller side's tokens shared, sizes within 3x ---
