@@ -28,10 +28,7 @@ async def settle_answer(run: Run, values: dict[str, Any] | None, graph: Any, wri
     if run.cancelled:
         await threads.save_answer(
             graph,
-            session_id=record.session_id,
-            request_id=record.request_id,
-            user_message_id=record.user_message_id,
-            assistant_message_id=record.assistant_message_id,
+            record.turn,
             query=record.query,
             content=shown.answer,
             references=shown.references,

@@ -26,7 +26,7 @@ from ragline.citations.messages import message_text
 from ragline.graph import thread_messages
 from ragline.graph.context import RunContext
 from ragline.graph.graphs import Graph
-from ragline.graph.state import PipelineState
+from ragline.graph.state import PipelineState, TurnIds
 
 EDIT = "edit_messages"  # the editor graph's node: what a thread's history names as an edit's writer
 Editor = CompiledStateGraph[PipelineState, RunContext, PipelineState, PipelineState]
@@ -131,11 +131,8 @@ async def restore(graph: Graph, session_id: str, state: StateSnapshot) -> None:
 
 async def save_answer(
     graph: Graph,
+    turn: TurnIds,
     *,
-    session_id: str,
-    request_id: str,
-    user_message_id: str,
-    assistant_message_id: str,
     query: str,
     content: str,
     references: list[dict[str, Any]],
@@ -148,17 +145,17 @@ async def save_answer(
     before its first checkpoint recorded it. `metadata`: what the run records on its answer (the
     assistant it ran with), also when it was stopped before the graph wrote one.
     """
-    existing = {m.id: m for m in await messages_of(graph, session_id)}
+    existing = {m.id: m for m in await messages_of(graph, turn.session_id)}
     updates: list[AnyMessage] = []
-    if user_message_id not in existing:
-        updates.append(thread_messages.question(query, id=user_message_id, request_id=request_id))
-    previous = existing.get(assistant_message_id)
+    if turn.user_message_id not in existing:
+        updates.append(thread_messages.question(query, id=turn.user_message_id, request_id=turn.request_id))
+    previous = existing.get(turn.assistant_message_id)
     if previous is not None and message_text(previous) == content and thread_messages.is_stopped(previous) == stopped and not updates:
-        await settle(graph, session_id)
+        await settle(graph, turn.session_id)
         return
     kept = {**previous.additional_kwargs, **(metadata or {})} if previous is not None else metadata
     updates.append(thread_messages.answer(
-        content, id=assistant_message_id, request_id=request_id, stopped=stopped,
+        content, id=turn.assistant_message_id, request_id=turn.request_id, stopped=stopped,
         references=references or (thread_messages.references_of(previous) if previous is not None else ()),
         truncated=previous is not None and thread_messages.is_truncated(previous), metadata=kept))
-    await edit_messages(graph, session_id, updates)
+    await edit_messages(graph, turn.session_id, updates)

@@ -10,6 +10,7 @@ from langgraph.store.memory import InMemoryStore
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnIds
 from ragline.memory.citations import CitationLedger
 from ragline.service import threads
 from ragline.service.after_turn import AfterTurn, wants_index
@@ -27,7 +28,7 @@ def _record(message_id: str) -> RunRecord:
 
 async def _after(shown: Transcript) -> dict[str, list[str]]:
     graph = build_graph("ragline", checkpointer=memory_saver())
-    await threads.save_answer(graph, session_id="s1", request_id="r1", user_message_id="u1", assistant_message_id="a1",
+    await threads.save_answer(graph, TurnIds("s1", "r1", "u1", "a1"),
                               query="q", content=ANSWER, references=[], stopped=False)
     store = InMemoryStore()
     after = AfterTurn(Services(Settings(), memory_store_factory=lambda: store), Settings())

@@ -11,6 +11,7 @@ from ragline.checkpoints.savers import memory_saver, redis_saver
 from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnIds
 from ragline.service import threads
 from ragline.services import Services
 from tests.scripted_model import Reply
@@ -46,7 +47,7 @@ async def test_a_hard_cancelled_turn_is_settled_and_its_partial_answer_saved(gra
     with pytest.raises(asyncio.CancelledError):
         await task
     assert (await threads.snapshot(graph, "s")).next  # the interrupted node is still pending
-    await threads.save_answer(graph, session_id="s", request_id="r1", user_message_id="u1", assistant_message_id="a1",
+    await threads.save_answer(graph, TurnIds("s", "r1", "u1", "a1"),
                               query="question 1", content="slow slow ", references=[], stopped=True)
     state = await threads.snapshot(graph, "s")
     assert state.next == ()
