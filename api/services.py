@@ -20,7 +20,7 @@ from ragline.ingestion.service import IngestionService
 from ragline.retrieval.stack import RetrievalStack
 from ragline.service.access import Principal
 from ragline.service.assistant_service import AssistantService
-from ragline.service.backend import Backend, open_backend, stream_kind
+from ragline.service.backend import Backend, stream_kind
 from ragline.service.conversations import SessionService
 from ragline.service.job_service import JobService, open_jobs
 from ragline.service.runs import RunManager
@@ -30,9 +30,9 @@ from ragline.settings import Settings
 
 @dataclass
 class AppServices:
-    """The HTTP host's view of the root: its keys, and the run backend and services `core` owns."""
+    """The HTTP host's view of the root `core`: its keys, and the run manager, sessions, jobs and
+    assistants built on the run backend `core` owns."""
 
-    backend: Backend
     runs: RunManager
     conversations: SessionService
     keyring: KeyRing
@@ -43,6 +43,11 @@ class AppServices:
     @property
     def settings(self) -> Settings:
         return self.core.settings
+
+    @property
+    def backend(self) -> Backend:
+        """The root's run backend (Services.run_backend), through the run manager that drives it."""
+        return self.runs.backend
 
     def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
         return self.keyring.authenticate(request, allow_query=allow_query)
@@ -60,17 +65,19 @@ async def open_services(core: Services) -> AsyncIterator[AppServices]:
     settings = core.settings
     keyring = KeyRing.from_settings(settings)
     core.start_warm_up()
-    async with open_backend(core) as backend:
+    try:
+        backend = await core.run_backend()
         runs = RunManager(backend, core)
         await runs.start()
         try:
             shared = backend.redis is not None and stream_kind(settings) == "redis"
             async with open_jobs(core, backend.streams, shared=shared) as jobs:
                 assistants = AssistantService(backend.assistants, core)
-                yield AppServices(backend, runs, SessionService(backend, runs), keyring, core, jobs, assistants)
+                yield AppServices(runs, SessionService(backend, runs), keyring, core, jobs, assistants)
         finally:
             await runs.aclose()
-            await core.aclose()
+    finally:
+        await core.aclose()
 
 
 def services(request: Request) -> AppServices:

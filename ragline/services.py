@@ -1,4 +1,5 @@
-"""The composition root: every long-lived service the stages call, built once from settings.
+"""The composition root: every long-lived service the stages call, built once from settings, and
+the clients and stores under them (Redis clients, local model engines, the run backend).
 
 Replaces the seed's DI container (internal/container/container.go). Every host builds one
 `Services` and hands it to each run through `RunContext.host.services`: the CLI, the HTTP service,
@@ -11,11 +12,13 @@ Heavy parts open on first use, once, behind a lock, so a pure-chat turn never op
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from ragline.models.rerank import Reranker
     from ragline.retrieval.stack import RetrievalStack
     from ragline.retrieval.types import Knowledge, KnowledgeBase
+    from ragline.service.backend import Backend
     from ragline.service.wiki import WikiScheduler
     from ragline.tabular.analysis import TabularAnalysis
     from ragline.web.fetch import WebFetcher
@@ -82,6 +86,9 @@ class Services:
     memory_store_factory: Callable[[], BaseStore] | None = None
     _lazies: dict[str, _Lazy[Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _backend: Backend | None = field(default=None, repr=False)
+    _backend_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    _backend_stack: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **factories: Any) -> Services:
@@ -332,6 +339,19 @@ class Services:
         return (not settings.chat_model.startswith(f"{PROVIDER}/") and not direct_chat) or any(
             not model.startswith(f"{PROVIDER}/") for model in remote)
 
+    # --- runs ---
+
+    async def run_backend(self) -> Backend:
+        """The run backend (service/backend.py: checkpoints, event streams, the run registry,
+        sessions and assistants, on these settings and this root's Redis client), opened on first
+        use and closed with the services. The HTTP service and its run manager share it."""
+        async with self._backend_lock:
+            if self._backend is None:
+                from ragline.service.backend import open_backend
+
+                self._backend = await self._backend_stack.enter_async_context(open_backend(self))
+            return self._backend
+
     def start_warm_up(self) -> threading.Thread | None:
         """Import litellm in a thread now when a configured model goes through it: the first import
         takes seconds, and made on the event loop during a turn it would stall every stream of the
@@ -345,8 +365,10 @@ class Services:
         return thread
 
     async def aclose(self) -> None:
-        """Close what was opened (the memory store's file, the graph store's and every Redis client's
-        connections, the chat models' connection pools); stop wiki rebuilds."""
+        """Close what was opened (the run backend, the memory store's file, the graph store's and
+        every Redis client's connections, the chat models' connection pools); stop wiki rebuilds."""
+        await self._backend_stack.aclose()  # before the Redis clients it uses
+        self._backend = None
         if "ragline.models.openai_stream" in sys.modules:  # a command that called no model imports none to close
             await sys.modules["ragline.models.openai_stream"].close_sessions()
         wiki = self._lazies.get("wiki")

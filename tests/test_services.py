@@ -64,3 +64,14 @@ def test_a_deployment_on_litellm_imports_it_at_start_up_off_the_event_loop(tmp_p
 def test_the_embedded_default_and_a_directly_read_server_never_import_litellm(tmp_path: Path):
     assert warm_up_in_a_fresh_process(tmp_path) == "False False"
     assert warm_up_in_a_fresh_process(tmp_path, "chat_model=openai/qwen", "chat_api_base=http://127.0.0.1:9/v1") == "False False"
+
+
+async def test_the_root_owns_the_run_backend_it_opens_once_and_closes(tmp_path: Path):
+    services = Services(Settings(data_dir=tmp_path, checkpointer="sqlite", stream_manager="memory", redis_url=None))
+    backend = await services.run_backend()
+    assert await services.run_backend() is backend  # one backend per root, whoever asks
+    assert (tmp_path / "service" / "checkpoints.sqlite").exists()
+    await services.aclose()
+    reopened = await services.run_backend()  # closed with the root: the next host opens a fresh one
+    assert reopened is not backend
+    await services.aclose()

@@ -242,7 +242,6 @@ async def test_another_tenants_assistant_or_a_deleted_one_is_not_found(service):
 
 async def test_a_run_taken_over_gets_its_assistant_back_from_the_run_record(redis):
     from ragline.graph.request import PipelineRequest
-    from ragline.service.backend import open_backend
     from ragline.service.registry import RedisRunRegistry, RunRecord
     from ragline.service.runs import RunManager
 
@@ -255,9 +254,11 @@ async def test_a_run_taken_over_gets_its_assistant_back_from_the_run_record(redi
     assert (taken.assistant_id, taken.assistant_version) == (used.id, 4)
     settings = Settings(checkpointer="memory", stream_manager="memory", redis_url=None)
     core = Services(settings)
-    async with open_backend(core) as backend:
-        runs = RunManager(backend, core)
+    try:
+        runs = RunManager(await core.run_backend(), core)
         runs._launch(taken, PipelineRequest(query="q"), resume=True)
         context = runs._runs["a1"].context
         assert context.agent == used.config and context.answer_metadata() == {"assistant_id": used.id, "assistant_version": 4}
         await runs.aclose()
+    finally:
+        await core.aclose()
