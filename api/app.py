@@ -17,7 +17,7 @@ from ragline.api import assistants, chat, dify, health, images, jobs, knowledge,
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
 from ragline.api.guards import KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
-from ragline.api.services import open_services
+from ragline.api.host import open_host
 from ragline.graph import tracing
 from ragline.service.key_limits import open_limiter
 from ragline.services import Services
@@ -130,8 +130,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         # spans per stage when OTEL_EXPORTER_OTLP_ENDPOINT or Langfuse keys are set (a host that enabled tracing keeps its own)
         traced_here = not tracing.enabled() and tracing.configure_from_env()
         try:
-            async with open_services(core) as shared, mcp_door.running():  # /mcp's session manager
-                app.state.services = shared
+            async with open_host(core) as shared, mcp_door.running():  # /mcp's session manager
+                app.state.host = shared
                 try:
                     yield
                 finally:

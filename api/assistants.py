@@ -10,9 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs
+from ragline.api.host import host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import AssistantCreateIn, AssistantPage, AssistantQuery, AssistantUpdateIn, Deleted, PageQuery
-from ragline.api.services import services
 from ragline.service.assistants import Assistant
 
 TAG = "assistants"
@@ -26,7 +26,7 @@ def _json(model: object, status: int = 200) -> JSONResponse:
 async def create_assistant(request: Request) -> Response:
     """The models it names must be allowed for the tenant (else 400), its knowledge bases and
     documents readable by the tenant (else 404); unknown fields, settings or tools are a 422."""
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, AssistantCreateIn)
     return _json(await svc.assistants.create(who, body), 201)
@@ -34,7 +34,7 @@ async def create_assistant(request: Request) -> Response:
 
 @doc("List the tenant's assistants (latest versions), most recently changed first", TAG, query=PageQuery, response=AssistantPage)
 async def list_assistants(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     query = inputs.query(request, PageQuery)
     items, total = await svc.assistants.list(who, query.page, query.page_size)
@@ -43,7 +43,7 @@ async def list_assistants(request: Request) -> Response:
 
 @doc("Get an assistant: its latest version, or the one named by ?version=", TAG, query=AssistantQuery, response=Assistant)
 async def get_assistant(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     query = inputs.query(request, AssistantQuery)
     return _json(await svc.assistants.get(who, inputs.path(request, "assistant_id"), query.version))
@@ -53,7 +53,7 @@ async def get_assistant(request: Request) -> Response:
 async def update_assistant(request: Request) -> Response:
     """Fields left out stay; in `config`, each setting given replaces the stored one and a null
     clears it. Turns started afterwards run with the new version."""
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, AssistantUpdateIn)
     return _json(await svc.assistants.update(who, inputs.path(request, "assistant_id"), body))
@@ -61,7 +61,7 @@ async def update_assistant(request: Request) -> Response:
 
 @doc("Delete an assistant with all its versions; turns naming it are then refused (404)", TAG, response=Deleted, errors=(401, 404))
 async def delete_assistant(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     assistant_id = inputs.path(request, "assistant_id")
     await svc.assistants.delete(who, assistant_id)

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs, knowledge
 from ragline.api.errors import ApiError, NotFound, Unprocessable
+from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import (
     ApprovalRequest,
@@ -27,7 +28,6 @@ from ragline.api.schemas import (
     StopResult,
     WaitingCall,
 )
-from ragline.api.services import AppServices, services
 from ragline.api.sse import follow, last_event_id, sse_response
 from ragline.graph.request import PipelineRequest
 from ragline.service.access import ConflictError, Principal
@@ -38,14 +38,14 @@ TAG = "chat"
 SSE_ERRORS = (400, 401, 403, 404, 409, 422)
 
 
-async def _stream_exists(svc: AppServices, session_id: str, message_id: str) -> bool:
+async def _stream_exists(svc: HttpHost, session_id: str, message_id: str) -> bool:
     if await svc.backend.streams.read(session_id, message_id):
         return True
     record = await svc.backend.registry.get(message_id)
     return record is not None and record.session_id == session_id
 
 
-async def _resume(svc: AppServices, session_id: str, message_id: str, after: str | None, *, coalesce_replay: bool) -> Response:
+async def _resume(svc: HttpHost, session_id: str, message_id: str, after: str | None, *, coalesce_replay: bool) -> Response:
     if not await _stream_exists(svc, session_id, message_id):
         raise NotFound("no event stream for this message (unknown, or expired an hour after it ended)")
     frames = follow(
@@ -54,13 +54,13 @@ async def _resume(svc: AppServices, session_id: str, message_id: str, after: str
     return sse_response(frames)
 
 
-async def _authorize_knowledge(svc: AppServices, who: Principal, request: PipelineRequest) -> None:
+async def _authorize_knowledge(svc: HttpHost, who: Principal, request: PipelineRequest) -> None:
     kb_ids = [*request.knowledge_base_ids, *(t.knowledge_base_id for t in request.search_targets)]
     if kb_ids or request.knowledge_ids:
         await knowledge.authorize_search(await svc.stack(), who, kb_ids, list(request.knowledge_ids))
 
 
-async def turn_request(svc: AppServices, who: Principal, data: Any) -> tuple[PipelineRequest, Assistant | None]:
+async def turn_request(svc: HttpHost, who: Principal, data: Any) -> tuple[PipelineRequest, Assistant | None]:
     """The turn's request from its JSON body; with `assistant_id`, that assistant's latest version
     under what the body sets itself (service/assistant_service.py)."""
     if not isinstance(data, dict):
@@ -76,7 +76,7 @@ async def turn_request(svc: AppServices, who: Principal, data: Any) -> tuple[Pip
 
 
 async def _answer(request: Request, *, knowledge: bool) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
     resume = last_event_id(request, svc.backend.streams)
@@ -106,7 +106,7 @@ async def chat(request: Request) -> Response:
 @doc("Follow an answer: replay it (deltas coalesced) then live until complete", TAG, query=ContinueQuery, sse=True, errors=SSE_ERRORS)
 async def continue_stream(request: Request) -> Response:
     """With Last-Event-ID the stream continues right after that event, without a replay."""
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request, allow_query=True)
     session = await svc.conversations.readable(who, inputs.path(request, "session_id"))
     query = inputs.query(request, ContinueQuery)
@@ -122,7 +122,7 @@ async def continue_stream(request: Request) -> Response:
     return await _resume(svc, session.id, message_id, None, coalesce_replay=True)
 
 
-async def _running(svc: AppServices, session_id: str, message_id: str | None, refusal: str) -> RunRecord:
+async def _running(svc: HttpHost, session_id: str, message_id: str | None, refusal: str) -> RunRecord:
     """The session's running answer (the one named, if a message id is given); ConflictError(refusal) when there is none."""
     record = await svc.backend.registry.running_in(session_id)
     if record is None or (message_id is not None and record.assistant_message_id != message_id):
@@ -133,7 +133,7 @@ async def _running(svc: AppServices, session_id: str, message_id: str | None, re
 @doc("Tell a running agent-mode answer something (owner only): its next step reads it (user_message_injected)", TAG,
      body=InjectRequest, response=InjectResult, errors=(401, 403, 404, 409, 422))
 async def inject(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
     body = await inputs.body(request, InjectRequest)
@@ -145,7 +145,7 @@ async def inject(request: Request) -> Response:
 @doc("Approve or deny a tool call an agent-mode answer waits on (owner only; tool_approval_required): it runs, or the agent is "
      "told it was denied", TAG, body=ApprovalRequest, response=ApprovalResult, errors=(401, 403, 404, 409, 422))
 async def approve(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
     body = await inputs.body(request, ApprovalRequest)
@@ -158,7 +158,7 @@ async def approve(request: Request) -> Response:
 @doc("The tool calls the running agent-mode answer waits on (owner only): what a client that reconnects must still "
      "approve or deny", TAG, response=PendingApprovals, errors=(401, 403, 404))
 async def approvals(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
     record = await svc.backend.registry.running_in(session.id)
@@ -171,7 +171,7 @@ async def approvals(request: Request) -> Response:
 
 @doc("Stop an answer being generated (owner only); the partial answer is kept", TAG, body=StopRequest, response=StopResult, errors=(401, 403, 404, 409, 422))
 async def stop(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     session = await svc.conversations.owned(who, inputs.path(request, "session_id"))
     body = await inputs.body(request, StopRequest, optional=True)

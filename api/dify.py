@@ -26,9 +26,9 @@ from starlette.responses import JSONResponse, Response
 from ragline.api import inputs, knowledge
 from ragline.api.auth import DEV_PRINCIPAL, key_digest
 from ragline.api.errors import ApiError, handle_error
+from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import SearchRequest
-from ragline.api.services import AppServices, services
 from ragline.retrieval.errors import KnowledgeBaseAccessError, KnowledgeBaseNotFoundError
 from ragline.retrieval.types import KnowledgeBase
 from ragline.service.access import Principal
@@ -61,7 +61,7 @@ def dify_error(status: int, code: int, message: str) -> JSONResponse:
     return JSONResponse({"error_code": code, "error_msg": message}, status_code=status)
 
 
-def caller(svc: AppServices, request: Request) -> Principal:
+def caller(svc: HttpHost, request: Request) -> Principal:
     """The key's tenant; the specification's 1001 and 1002 instead of the REST API's 401."""
     if svc.keyring.dev_mode:
         return DEV_PRINCIPAL
@@ -84,7 +84,7 @@ def knowledge_base(stack: Any, name_or_id: str, who: Principal) -> KnowledgeBase
         raise DifyError(404, KNOWLEDGE_NOT_FOUND, "The knowledge does not exist") from None
 
 
-async def _records(svc: AppServices, who: Principal, body: RetrievalRequest) -> RetrievalResponse:
+async def _records(svc: HttpHost, who: Principal, body: RetrievalRequest) -> RetrievalResponse:
     try:
         keep = compile_filter(body.metadata_condition)
     except MetadataConditionError as exc:
@@ -117,7 +117,7 @@ async def _records(svc: AppServices, who: Principal, body: RetrievalRequest) -> 
      error=RetrievalError)
 async def retrieval(request: Request) -> Response:
     try:
-        svc = services(request)
+        svc = host_of(request)
         who = caller(svc, request)
         body = await inputs.body(request, RetrievalRequest)
         return JSONResponse((await _records(svc, who, body)).model_dump(mode="json"))

@@ -10,9 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline import defaults
+from ragline.api.host import host_of
 from ragline.api.openapi import doc, openapi_document
 from ragline.api.schemas import Health
-from ragline.api.services import services
 
 
 class StoreFull(Exception):
@@ -36,7 +36,7 @@ async def _check(name: str, probe: Callable[[], Awaitable[object]]) -> tuple[str
 
 @doc("Liveness, and whether the stores the service needs answer (503 when one does not)", "service", response=Health, public=True, errors=(503,))
 async def health(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     probes: list[tuple[str, Callable[[], Awaitable[object]]]] = []
     if svc.backend.redis is not None:
         redis = svc.backend.redis

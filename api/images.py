@@ -17,8 +17,8 @@ from starlette.responses import Response
 
 from ragline.api import inputs
 from ragline.api.errors import NotFound
+from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
-from ragline.api.services import AppServices, services
 from ragline.ingestion.images import URL_SCHEME, stored_name
 from ragline.service.access import Principal
 
@@ -37,7 +37,7 @@ def handle_of(name: str) -> str:
     return f"{URL_SCHEME}{name}"
 
 
-async def readable_image(svc: AppServices, who: Principal, handle: str) -> bytes:
+async def readable_image(svc: HttpHost, who: Principal, handle: str) -> bytes:
     """The image's bytes when the caller may see it; NotFound otherwise (one answer for every refusal)."""
     if stored_name(handle) is None:
         raise NotFound("no such image")
@@ -56,7 +56,7 @@ async def readable_image(svc: AppServices, who: Principal, handle: str) -> bytes
 @doc("A stored image of a knowledge base the caller may read (the `local://images/<name>` of ImageInfo)", TAG, errors=(401, 404))
 async def get_image(request: Request) -> Response:
     """The image's bytes with its content type (PNG, JPEG, WebP or GIF)."""
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     name = inputs.path(request, "name")
     data = await readable_image(svc, who, handle_of(name))

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs, sse
+from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
-from ragline.api.services import AppServices, services
 from ragline.checkpoints.streams import StreamEntry
 from ragline.service.access import Principal
 from ragline.service.jobs import JOB_LOG, JobRecord, event_is_final, job_event
@@ -25,8 +25,8 @@ from ragline.service.jobs import JOB_LOG, JobRecord, event_is_final, job_event
 TAG = "knowledge"
 
 
-async def _job(request: Request, *, allow_query: bool = False) -> tuple[AppServices, Principal, JobRecord]:
-    svc = services(request)
+async def _job(request: Request, *, allow_query: bool = False) -> tuple[HttpHost, Principal, JobRecord]:
+    svc = host_of(request)
     who = svc.authenticate(request, allow_query=allow_query)
     record = await svc.jobs.get(inputs.path(request, "job_id"), who.tenant_id, inputs.path(request, "kb_id"))
     return svc, who, record
@@ -46,7 +46,7 @@ async def cancel_job(request: Request) -> Response:
     return JSONResponse(canceled.model_dump(mode="json"))
 
 
-async def follow_job(svc: AppServices, record: JobRecord, after: str | None) -> AsyncIterator[str]:
+async def follow_job(svc: HttpHost, record: JobRecord, after: str | None) -> AsyncIterator[str]:
     """Frames of the job's log from `after` on, until a final state (or the job timeout passes)."""
     streams = svc.jobs.streams
     if record.final and not await streams.read(JOB_LOG, record.id):  # the log expired before the job's record did

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from ragline import defaults
 from ragline.api import inputs
 from ragline.api.errors import ApiError, NotFound, PayloadTooLarge
+from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import (
     ChunkList,
@@ -41,7 +42,6 @@ from ragline.api.schemas import (
     SearchResults,
     TextDocumentIn,
 )
-from ragline.api.services import AppServices, services
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
 from ragline.retrieval.locations import PAGE_STARTS
@@ -72,7 +72,7 @@ async def authorize_search(stack: Any, who: Principal, kb_ids: list[str], knowle
 
 
 async def _kb(request: Request, who: Principal) -> tuple[Any, KnowledgeBase]:
-    stack = await services(request).stack()
+    stack = await host_of(request).stack()
     # Catalog reads are blocking calls (SQLite, or Redis in shared mode): off the event loop, so a
     # slow or paused store holds this request only, not every stream of the process.
     return stack, await asyncio.to_thread(stack.knowledge_bases.get, inputs.path(request, "kb_id"), who.tenant_id)
@@ -95,7 +95,7 @@ def _document(stack: Any, kb: KnowledgeBase, knowledge_id: str) -> Knowledge:
 
 @doc("List the tenant's knowledge bases", TAG, response=KnowledgeBaseList)
 async def list_knowledge_bases(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
     return _json(KnowledgeBaseList(items=await asyncio.to_thread(stack.knowledge_bases.list, who.tenant_id)))
@@ -103,7 +103,7 @@ async def list_knowledge_bases(request: Request) -> Response:
 
 @doc("Create a knowledge base", TAG, body=KnowledgeBaseCreate, response=KnowledgeBase, status=201, errors=WRITE_ERRORS)
 async def create_knowledge_base(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, KnowledgeBaseCreate)
     stack = await svc.stack()
@@ -116,14 +116,14 @@ async def create_knowledge_base(request: Request) -> Response:
 
 @doc("Get a knowledge base", TAG, response=KnowledgeBase)
 async def get_knowledge_base(request: Request) -> Response:
-    who = services(request).authenticate(request)
+    who = host_of(request).authenticate(request)
     _, kb = await _kb(request, who)
     return _json(kb)
 
 
 @doc("Rename or describe a knowledge base (owning tenant)", TAG, body=KnowledgeBaseUpdate, response=KnowledgeBase, errors=WRITE_ERRORS)
 async def update_knowledge_base(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, KnowledgeBaseUpdate)
     stack = await svc.stack()
@@ -136,7 +136,7 @@ async def update_knowledge_base(request: Request) -> Response:
 
 @doc("Delete a knowledge base with its documents and indexes (owning tenant)", TAG, status=204, errors=(401, 404))
 async def delete_knowledge_base(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
     await stack.knowledge_bases.delete(inputs.path(request, "kb_id"), who.tenant_id)
@@ -148,7 +148,7 @@ async def delete_knowledge_base(request: Request) -> Response:
 
 @doc("List the documents of a knowledge base", TAG, response=DocumentList)
 async def list_documents(request: Request) -> Response:
-    who = services(request).authenticate(request)
+    who = host_of(request).authenticate(request)
     stack, kb = await _kb(request, who)
     return _json(DocumentList(items=await asyncio.to_thread(stack.catalog.list_knowledge, kb.id)))
 
@@ -179,7 +179,7 @@ def _accepted(record: JobRecord) -> Response:
 async def upload_document(request: Request) -> Response:
     from ragline.service.ingest_job import precheck
 
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     _, kb = await _kb(request, who)
     _owned(kb, who)
@@ -192,7 +192,7 @@ async def upload_document(request: Request) -> Response:
 
 @doc("Add a document from text: 202 with the ingestion job, like an upload", TAG, body=TextDocumentIn, response=JobRecord, status=202, errors=WRITE_ERRORS)
 async def add_text_document(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, TextDocumentIn)
     _, kb = await _kb(request, who)
@@ -207,7 +207,7 @@ async def add_text_document(request: Request) -> Response:
 
 @doc("Delete a document (owning tenant)", TAG, status=204, errors=(401, 404))
 async def delete_document(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     stack, kb = await _kb(request, who)
     _owned(kb, who)
@@ -218,7 +218,7 @@ async def delete_document(request: Request) -> Response:
 
 @doc("Re-chunk and re-index a document with the knowledge base's current settings", TAG, response=Knowledge, errors=(401, 404))
 async def reparse_document(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     stack, kb = await _kb(request, who)
     _owned(kb, who)
@@ -228,7 +228,7 @@ async def reparse_document(request: Request) -> Response:
 
 @doc("The chunks of a document, in order", TAG, response=ChunkList)
 async def list_chunks(request: Request) -> Response:
-    who = services(request).authenticate(request)
+    who = host_of(request).authenticate(request)
     stack, kb = await _kb(request, who)
     return _json(ChunkList(items=await asyncio.to_thread(document_chunks, stack, kb, inputs.path(request, "document_id"))))
 
@@ -246,7 +246,7 @@ def document_chunks(stack: Any, kb: KnowledgeBase, document_id: str) -> list[Chu
 @doc("A document's parsed text, or a window of it: the text that references' offsets point into", TAG,
      query=DocumentTextQuery, response=DocumentText)
 async def document_text(request: Request) -> Response:
-    who = services(request).authenticate(request)
+    who = host_of(request).authenticate(request)
     query = inputs.query(request, DocumentTextQuery)
     stack, kb = await _kb(request, who)
     return _json(await asyncio.to_thread(_document_text, stack, kb, inputs.path(request, "document_id"), query))
@@ -270,7 +270,7 @@ def _faq_kb(kb: KnowledgeBase) -> None:
 
 @doc("List the FAQ entries of an FAQ knowledge base, a page at a time", TAG, query=FAQPageQuery, response=FAQList)
 async def list_faq(request: Request) -> Response:
-    who = services(request).authenticate(request)
+    who = host_of(request).authenticate(request)
     query = inputs.query(request, FAQPageQuery)
     stack, kb = await _kb(request, who)
     _faq_kb(kb)
@@ -293,7 +293,7 @@ def _faq_page(catalog: Catalog, kb_id: str, query: FAQPageQuery) -> FAQList:
 async def upsert_faq(request: Request) -> Response:
     from ragline.ingestion.faq_import import upsert_faq as upsert
 
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, FAQEntriesIn)
     _, kb = await _kb(request, who)
@@ -306,7 +306,7 @@ async def upsert_faq(request: Request) -> Response:
 async def import_faq(request: Request) -> Response:
     from ragline.ingestion.faq_import import import_faq_file
 
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     query = inputs.query(request, FAQImportQuery)
     _, kb = await _kb(request, who)
@@ -325,13 +325,13 @@ async def import_faq(request: Request) -> Response:
 
 @doc("Hybrid search (vector + keyword, fused) over knowledge bases", TAG, body=SearchRequest, response=SearchResults)
 async def search(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, SearchRequest)
     return _json(SearchResults(items=await hybrid_search(svc, who, body)))
 
 
-async def hybrid_search(svc: AppServices, who: Principal, body: SearchRequest) -> list[SearchResult]:
+async def hybrid_search(svc: HttpHost, who: Principal, body: SearchRequest) -> list[SearchResult]:
     """The search route's work, shared with the other doors (MCP): authorize, search, rerank."""
     stack = await svc.stack()
     await authorize_search(stack, who, body.knowledge_base_ids, body.knowledge_ids)

@@ -36,8 +36,8 @@ from ragline.api import knowledge
 from ragline.api.auth import KeyRing
 from ragline.api.errors import ApiError, Unauthorized, error_body, validation_message
 from ragline.api.guards import api_key_of
+from ragline.api.host import HttpHost, host_of
 from ragline.api.schemas import SearchRequest
-from ragline.api.services import AppServices, services
 from ragline.graph.request import PipelineRequest
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import RetrievalError
@@ -122,7 +122,7 @@ class DocumentPage(BaseModel):
 class Caller:
     """The services and principal of one tool call, and the per-key answer-stream limit of /mcp."""
 
-    svc: AppServices
+    svc: HttpHost
     who: Principal
     limiter: Limiter | None = None
     key: str | None = None  # the digest the limiter counts by
@@ -150,7 +150,7 @@ def http_caller(ctx: Context) -> Caller:
     request = ctx.request_context.request
     if not isinstance(request, Request):
         raise ToolError("this tool call carries no HTTP request to authenticate")
-    svc = services(request)
+    svc = host_of(request)
     with refusals():
         who = svc.authenticate(request)
     return Caller(svc, who, getattr(request.app.state, "limiter", None), api_key_of(request.scope))
@@ -311,7 +311,7 @@ class McpHttp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            services(request).authenticate(request)
+            host_of(request).authenticate(request)
         except Unauthorized as exc:  # before MCP reads the body: a keyless client learns it at once, as on REST
             response = error_body(exc.status, exc.code, exc.message)
             response.headers["WWW-Authenticate"] = 'Bearer realm="ragline"'

@@ -13,9 +13,9 @@ from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs
 from ragline.api.errors import NotFound
+from ragline.api.host import host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import MemoryCreate, MemoryItem, MemoryList
-from ragline.api.services import services
 from ragline.memory.service import Caller, Memory, MemoryService
 
 TAG = "memories"
@@ -26,7 +26,7 @@ def _item(memory: Memory) -> MemoryItem:
 
 
 async def _memories(request: Request) -> tuple[MemoryService, Caller]:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     memory = await asyncio.to_thread(lambda: svc.core.memory)  # the first use opens the store (file I/O)
     return memory, Caller(who.tenant_id, who.user_id)

@@ -30,8 +30,8 @@ from ragline import defaults
 from ragline.api import inputs, knowledge
 from ragline.api.errors import handle_error
 from ragline.api.guards import api_key_of
+from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
-from ragline.api.services import AppServices, services
 from ragline.api.sse import HEADERS
 from ragline.graph.request import PipelineRequest
 from ragline.service.access import NotFoundError, Principal
@@ -98,12 +98,12 @@ async def openai_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(said["message"], type_=kind, code=_CODES.get(status, said["code"])), status_code=status)
 
 
-def _caller(request: Request) -> tuple[AppServices, Principal]:
-    svc = services(request)
+def _caller(request: Request) -> tuple[HttpHost, Principal]:
+    svc = host_of(request)
     return svc, svc.authenticate(request)
 
 
-def door_sessions(request: Request, svc: AppServices) -> DoorSessions:
+def door_sessions(request: Request, svc: HttpHost) -> DoorSessions:
     """One per app, made on first use: the conversation index lives in Redis when sessions do."""
     door = getattr(request.app.state, "openai_sessions", None)
     if door is None:
@@ -116,7 +116,7 @@ def door_sessions(request: Request, svc: AppServices) -> DoorSessions:
 # --- models ---
 
 
-async def _model_cards(svc: AppServices, who: Principal) -> list[dict[str, Any]]:
+async def _model_cards(svc: HttpHost, who: Principal) -> list[dict[str, Any]]:
     cards = [model_card(PIPELINE_MODEL, STARTED, "ragline", description="The default pipeline (pure chat unless ragline.request names knowledge)")]
     stack = await svc.stack()
     for kb in sorted(stack.knowledge_bases.list(who.tenant_id), key=lambda kb: kb.name):
@@ -130,7 +130,7 @@ def _assistant_card(assistant: Assistant) -> dict[str, Any]:
                       name=assistant.name, description=assistant.description, assistant_version=assistant.version)
 
 
-async def _assistants(svc: AppServices, who: Principal) -> list[Assistant]:
+async def _assistants(svc: HttpHost, who: Principal) -> list[Assistant]:
     """The tenant's assistants, page by page."""
     found: list[Assistant] = []
     page_size = defaults.SESSION_MAX_PAGE_SIZE
@@ -141,7 +141,7 @@ async def _assistants(svc: AppServices, who: Principal) -> list[Assistant]:
             return found
 
 
-async def _assistant(svc: AppServices, who: Principal, model: str, assistant_id: str) -> Assistant:
+async def _assistant(svc: HttpHost, who: Principal, model: str, assistant_id: str) -> Assistant:
     try:
         return await svc.assistants.get(who, assistant_id)
     except NotFoundError:  # another tenant's assistant reads as missing too
@@ -187,7 +187,7 @@ def _footnotes(request: Request, body: ChatCompletionRequest) -> bool:
     return request.headers.get(FOOTNOTES_HEADER, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-async def _start(request: Request) -> tuple[AppServices, Principal, ChatCompletionRequest, Question, RunRecord, DoorSessions, str]:
+async def _start(request: Request) -> tuple[HttpHost, Principal, ChatCompletionRequest, Question, RunRecord, DoorSessions, str]:
     """Everything that can still be refused with an HTTP status, then the turn is started."""
     svc, who = _caller(request)
     data = await inputs.json_body(request)
@@ -204,7 +204,7 @@ async def _start(request: Request) -> tuple[AppServices, Principal, ChatCompleti
     return svc, who, body, question, record, door, turn_request.chat_model or svc.settings.chat_model
 
 
-async def _turn_request(svc: AppServices, who: Principal, body: ChatCompletionRequest, question: Question) -> tuple[PipelineRequest, Assistant | None]:
+async def _turn_request(svc: HttpHost, who: Principal, body: ChatCompletionRequest, question: Question) -> tuple[PipelineRequest, Assistant | None]:
     """The turn's request: from the model (the pipeline, a knowledge base) or from the assistant it names."""
     if (assistant_id := assistant_of(body.model)) is None:
         stack = await svc.stack() if names_knowledge_base(body.model) else None
@@ -214,7 +214,7 @@ async def _turn_request(svc: AppServices, who: Principal, body: ChatCompletionRe
     return turn.request, turn.assistant
 
 
-async def _authorize(svc: AppServices, who: Principal, turn_request: PipelineRequest) -> None:
+async def _authorize(svc: HttpHost, who: Principal, turn_request: PipelineRequest) -> None:
     kb_ids = [*turn_request.knowledge_base_ids, *(t.knowledge_base_id for t in turn_request.search_targets)]
     if kb_ids or turn_request.knowledge_ids:
         await knowledge.authorize_search(await svc.stack(), who, kb_ids, list(turn_request.knowledge_ids))
@@ -292,7 +292,7 @@ async def _read_all(turn: DoorTurn) -> None:
         pass
 
 
-async def _stream(svc: AppServices, who: Principal, body: ChatCompletionRequest, question: Question, turn: DoorTurn,
+async def _stream(svc: HttpHost, who: Principal, body: ChatCompletionRequest, question: Question, turn: DoorTurn,
                   door: DoorSessions, model: str) -> AsyncIterator[str]:
     ident, created = completion_id(), now()
     finished = False
@@ -330,7 +330,7 @@ def _data(payload: dict[str, Any]) -> str:
 _stopping: set[asyncio.Task[None]] = set()
 
 
-def _stop_soon(svc: AppServices, record: RunRecord) -> None:
+def _stop_soon(svc: HttpHost, record: RunRecord) -> None:
     """Stop the run from a task of its own: a cancelled response cannot await anything any more."""
     task = asyncio.get_running_loop().create_task(svc.runs.stop(record))
     _stopping.add(task)

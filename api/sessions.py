@@ -6,6 +6,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs
+from ragline.api.host import host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import (
     BatchDelete,
@@ -17,7 +18,6 @@ from ragline.api.schemas import (
     TitleRequest,
     page_of,
 )
-from ragline.api.services import services
 from ragline.service.sessions import Session
 
 TAG = "sessions"
@@ -29,7 +29,7 @@ def _json(model: object, status: int = 200) -> JSONResponse:
 
 @doc("Create a session", TAG, body=SessionCreate, response=Session, status=201)
 async def create_session(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, SessionCreate, optional=True)
     session = await svc.conversations.create(who, title=body.title, description=body.description)
@@ -38,7 +38,7 @@ async def create_session(request: Request) -> Response:
 
 @doc("List the tenant's sessions, pinned first, newest next", TAG, query=PageQuery, response=SessionPage)
 async def list_sessions(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     query = inputs.query(request, PageQuery)
     items, total = await svc.conversations.list(who, query.page, query.page_size)
@@ -47,14 +47,14 @@ async def list_sessions(request: Request) -> Response:
 
 @doc("Get a session", TAG, response=Session)
 async def get_session(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     return _json(await svc.conversations.readable(who, inputs.path(request, "session_id")))
 
 
 @doc("Update a session's title, description or pin (owner only)", TAG, body=SessionUpdate, response=Session, errors=(400, 401, 403, 404, 422))
 async def update_session(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, SessionUpdate)
     changes = body.model_dump(exclude_none=True)
@@ -63,7 +63,7 @@ async def update_session(request: Request) -> Response:
 
 @doc("Delete a session and its conversation (owner only)", TAG, response=Deleted, errors=(401, 403, 404))
 async def delete_session(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     deleted = await svc.conversations.delete(who, [inputs.path(request, "session_id")])
     return _json(Deleted(deleted=deleted))
@@ -71,7 +71,7 @@ async def delete_session(request: Request) -> Response:
 
 @doc("Delete several sessions; refused whole if any is not the caller's", TAG, body=BatchDelete, response=Deleted, errors=(400, 401, 403, 404, 422))
 async def delete_sessions(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, BatchDelete)
     return _json(Deleted(deleted=await svc.conversations.delete(who, body.ids)))
@@ -79,7 +79,7 @@ async def delete_sessions(request: Request) -> Response:
 
 @doc("Generate the session's title now (from its first question, or the one given)", TAG, body=TitleRequest, response=Session, errors=(400, 401, 403, 404, 422))
 async def generate_title(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, TitleRequest, optional=True)
     return _json(await svc.conversations.generate_title(who, inputs.path(request, "session_id"), body.query))

@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs
+from ragline.api.host import host_of
 from ragline.api.openapi import doc
-from ragline.api.services import services
 from ragline.retrieval.errors import KnowledgeBaseAccessError
 from ragline.service.wiki import WikiStatus
 
@@ -24,7 +24,7 @@ TAG = "knowledge"
 
 @doc("The wiki of a knowledge base: pages stored, and how the last rebuild went", TAG, response=WikiStatus, errors=(401, 404))
 async def wiki_status(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
     kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
@@ -34,7 +34,7 @@ async def wiki_status(request: Request) -> Response:
 
 @doc("Rebuild the wiki pages of a knowledge base in the background (owning tenant)", TAG, response=WikiStatus, status=202, errors=(401, 404))
 async def rebuild_wiki(request: Request) -> Response:
-    svc = services(request)
+    svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
     kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)

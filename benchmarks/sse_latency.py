@@ -63,7 +63,7 @@ def serve(port: int) -> None:
     @asynccontextmanager
     async def lifespan(app_: Starlette):
         async with inner_lifespan(app_):
-            backend = app_.state.services.backend
+            backend = app_.state.host.backend
             backend.streams = StampedStreams(backend.streams)
             yield
 

@@ -94,7 +94,7 @@ def message_view(message: AnyMessage, session_id: str) -> Message:
     )
 
 
-class SessionService:
+class ConversationService:
     def __init__(self, backend: Backend, runs: RunManager) -> None:
         self.backend = backend
         self.runs = runs

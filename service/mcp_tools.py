@@ -20,7 +20,7 @@ from ragline.graph.request import PipelineRequest
 from ragline.retrieval.locations import ChunkLocation
 from ragline.service.access import Principal, ServiceError
 from ragline.service.assistants import Assistant
-from ragline.service.conversations import SessionService
+from ragline.service.conversations import ConversationService
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript
 from ragline.service.runs import RunManager
@@ -61,7 +61,7 @@ class TurnAnswer(BaseModel):
     truncated: bool = Field(False, description="The answer was cut by the output limit.")
 
 
-async def answer_turn(runs: RunManager, conversations: SessionService, who: Principal, request: PipelineRequest, *,
+async def answer_turn(runs: RunManager, conversations: ConversationService, who: Principal, request: PipelineRequest, *,
                       session_id: str | None = None, footnotes: bool = True, timeout_s: float = defaults.RUN_MAX_S,
                       assistant: Assistant | None = None) -> TurnAnswer:
     """Run one turn in the caller's session (a new one unless `session_id`) and wait for its end;

@@ -30,7 +30,7 @@ from langchain_core.messages import AnyMessage
 from ragline.graph import thread_messages
 from ragline.service import threads
 from ragline.service.access import ForbiddenError, NotFoundError, Principal
-from ragline.service.conversations import SessionService
+from ragline.service.conversations import ConversationService
 from ragline.service.sessions import Session
 
 Turn = tuple[str, str]  # (role: "user" or "assistant", text)
@@ -95,7 +95,7 @@ def title_of(question: str) -> str:
 class DoorSessions:
     """Sessions for the OpenAI door: find the conversation's session, or open one with its history."""
 
-    def __init__(self, conversations: SessionService, index: ConversationIndex) -> None:
+    def __init__(self, conversations: ConversationService, index: ConversationIndex) -> None:
         self.conversations = conversations
         self.index = index
 

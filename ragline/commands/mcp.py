@@ -23,12 +23,12 @@ KEY_ENV = "RAGLINE_MCP_API_KEY"
 
 async def serve_stdio(settings: Settings, key: str | None) -> None:
     from ragline.api.auth import KeyRing
+    from ragline.api.host import open_host
     from ragline.api.mcp import Caller, build_server, stdio_principal
-    from ragline.api.services import open_services
     from ragline.services import Services
 
     who = stdio_principal(KeyRing.from_settings(settings), key)  # refused before anything opens
-    async with open_services(Services.from_settings(settings)) as svc:
+    async with open_host(Services.from_settings(settings)) as svc:
         server = build_server(lambda ctx: Caller(svc, who))
         await server.run_stdio_async()
 

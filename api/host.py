@@ -1,4 +1,5 @@
-"""What the endpoints share, built once in the app's lifespan and kept on `app.state.services`.
+"""The HTTP host: what the endpoints share, built once in the app's lifespan on the root `Services`
+and kept on `app.state.host`.
 
 The knowledge services (retrieval, ingestion, memory, models) are those of one
 `ragline.services.Services`, the same instance every graph run of this process receives in its
@@ -21,7 +22,7 @@ from ragline.retrieval.stack import RetrievalStack
 from ragline.service.access import Principal
 from ragline.service.assistant_service import AssistantService
 from ragline.service.backend import Backend, stream_kind
-from ragline.service.conversations import SessionService
+from ragline.service.conversations import ConversationService
 from ragline.service.job_service import JobService, open_jobs
 from ragline.service.runs import RunManager
 from ragline.services import Services
@@ -29,12 +30,12 @@ from ragline.settings import Settings
 
 
 @dataclass
-class AppServices:
+class HttpHost:
     """The HTTP host's view of the root `core`: its keys, and the run manager, sessions, jobs and
     assistants built on the run backend `core` owns."""
 
     runs: RunManager
-    conversations: SessionService
+    conversations: ConversationService
     keyring: KeyRing
     core: Services
     jobs: JobService  # ingestion jobs: run here (embedded) or by `ragline worker`s (Redis)
@@ -61,7 +62,7 @@ class AppServices:
 
 
 @asynccontextmanager
-async def open_services(core: Services) -> AsyncIterator[AppServices]:
+async def open_host(core: Services) -> AsyncIterator[HttpHost]:
     settings = core.settings
     keyring = KeyRing.from_settings(settings)
     core.start_warm_up()
@@ -73,12 +74,12 @@ async def open_services(core: Services) -> AsyncIterator[AppServices]:
             shared = backend.redis is not None and stream_kind(settings) == "redis"
             async with open_jobs(core, backend.streams, shared=shared) as jobs:
                 assistants = AssistantService(backend.assistants, core)
-                yield AppServices(runs, SessionService(backend, runs), keyring, core, jobs, assistants)
+                yield HttpHost(runs, ConversationService(backend, runs), keyring, core, jobs, assistants)
         finally:
             await runs.aclose()
     finally:
         await core.aclose()
 
 
-def services(request: Request) -> AppServices:
-    return request.app.state.services
+def host_of(request: Request) -> HttpHost:
+    return request.app.state.host
