@@ -31,8 +31,7 @@ THRESHOLDS = (0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
 async def pools(data: Path, questions: int, seed: int) -> list[tuple[str, list[SearchResult], list[str], set[str]]]:
     """(question, hits, the BEIR id of each hit, gold ids) per sampled question."""
     from ragline.generation.evaluation import AnswerEvalOptions, ensure_kb, load_qa_set, sample_questions
-    from ragline.graph.request import PipelineRequest
-    from ragline.nodes.chunk_search import search_targets
+    from ragline.retrieval.targets import TargetSearch, search_targets
     from ragline.retrieval.types import SearchTarget
     from ragline.services import Services
 
@@ -42,8 +41,8 @@ async def pools(data: Path, questions: int, seed: int) -> list[tuple[str, list[S
     kb, beir_id_of = await ensure_kb(services, qa, options)
     rows = []
     for question in sample_questions(qa, questions, seed):
-        request = PipelineRequest(query=question.text, knowledge_base_ids=(kb.id,), relevance_gate_enabled=False)
-        hits = await search_targets(services.retrieval, request, question.text, options.tenant, [SearchTarget(knowledge_base_id=kb.id)])
+        targets = [SearchTarget(knowledge_base_id=kb.id)]
+        hits = await search_targets(services.retrieval, question.text, options.tenant, targets, TargetSearch(relevance_gate=False))
         rows.append((question.text, hits, [beir_id_of.get(hit.knowledge_id, "") for hit in hits], set(question.gold_docs)))
     return rows
 

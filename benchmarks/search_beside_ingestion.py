@@ -38,10 +38,9 @@ def _read(path: Path) -> list[dict]:
 async def main(paragraphs: int, searches: int, slice_size: int) -> None:
     os.environ["RAGLINE_DATA_DIR"] = tempfile.mkdtemp(prefix="ragline-beside-")
     from ragline import defaults
-    from ragline.graph.request import PipelineRequest
     from ragline.ingestion.sample import ensure_sample_kb
     from ragline.ingestion.service import TextDocument
-    from ragline.nodes.chunk_search import search_targets
+    from ragline.retrieval.targets import search_targets
     from ragline.retrieval.types import SearchTarget
     from ragline.services import Services
 
@@ -54,8 +53,7 @@ async def main(paragraphs: int, searches: int, slice_size: int) -> None:
     async def search() -> float:
         query = next(questions)
         started = time.perf_counter()
-        request = PipelineRequest(query=query, knowledge_base_ids=(sample.id,))
-        await search_targets(stack, request, query, "default", [SearchTarget(knowledge_base_id=sample.id)])
+        await search_targets(stack, query, "default", [SearchTarget(knowledge_base_id=sample.id)])
         return time.perf_counter() - started
 
     idle = [await search() for _ in range(searches)]

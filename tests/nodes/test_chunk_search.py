@@ -74,7 +74,7 @@ async def _expansion_calls(stack, ingestion, services, monkeypatch, embedding_to
         calls.append(args[2:])
         return await expand_search(*args, **kwargs)
 
-    monkeypatch.setattr("ragline.nodes.chunk_search.expand_search", recording_expand_search)
+    monkeypatch.setattr("ragline.retrieval.targets.expand_search", recording_expand_search)
     query = PipelineRequest(query="how long does the sensor battery last", knowledge_base_ids=[kb.id], vector_threshold=0.0,
                             relevance_gate_enabled=False, embedding_top_k=embedding_top_k, **request)
     state = {"request": query, "turn": TURN, "search_targets": [SearchTarget(knowledge_base_id=kb.id)]}
