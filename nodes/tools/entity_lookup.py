@@ -4,7 +4,7 @@ The seed's agent tool for the graph (search_entity.go, the pipeline's entity_sea
 call the model makes): nodes matched per knowledge base whose graph extraction is on, in parallel
 (GraphStore.search). The model reads the matched entities and their relations as text, and the
 chunks they were read from as passages registered in the answer's citation registry (cN), kept
-only when their document still exists in one of the turn's bases (nodes/entity_search.py).
+only when their document still exists in one of the turn's bases (retrieval/entity_hits.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from ragline import defaults
 from ragline.entities.store import GraphUnavailableError
 from ragline.entities.types import GraphMatch
 from ragline.generation.citing import source_chunks
-from ragline.nodes.entity_search import graph_results, namespaces_of
 from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passage_summary
+from ragline.retrieval.entity_hits import search_entity_graph
 from ragline.retrieval.passages import kb_ids_of
 from ragline.retrieval.scope import DocumentScope
 
@@ -56,11 +56,7 @@ async def entity_lookup(arguments: dict[str, Any], context: ToolContext) -> Tool
     if not kb_ids:
         raise LookupError("none of this turn's knowledge bases has an entity graph (graph extraction is off)")
     scope = DocumentScope({kb_id: None for kb_id in kb_ids})
-    try:
-        match = await asyncio.wait_for(store.search(namespaces_of(scope), names), defaults.ENTITY_SEARCH_TIMEOUT_S)
-    except TimeoutError as exc:
-        raise TimeoutError(f"the entity graph did not answer within {defaults.ENTITY_SEARCH_TIMEOUT_S:g} s") from exc
-    results = await asyncio.to_thread(graph_results, match, stack.catalog, scope, context.tenant_id)
+    match, results = await search_entity_graph(store, stack.catalog, scope, names, context.tenant_id)
     named = {n.knowledge_id for n in match.nodes} | {r.knowledge_id for r in match.relations}
     existing = set(await asyncio.to_thread(stack.catalog.get_knowledge_many, named))
     if not any(n.knowledge_id in existing for n in match.nodes):
