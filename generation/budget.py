@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ragline import defaults
-from ragline.retrieval.merge import OWN_SPAN
+from ragline.retrieval.own_text import unexpanded
 from ragline.retrieval.types import SearchResult
 from ragline.settings import Settings
 
@@ -44,15 +44,6 @@ def needed_beyond_budget(result: SearchResult, kept: list[SearchResult], *, join
     if isinstance(relevance, int | float) and relevance >= defaults.RELEVANCE_MIN_SCORE:
         return True
     return joins_facts and all(result.knowledge_id != other.knowledge_id for other in kept)
-
-
-def unexpanded(result: SearchResult) -> SearchResult:
-    """The hit without the neighbours' text merge step 7 lent it (itself when it borrowed none)."""
-    span = result.metadata.get(OWN_SPAN)
-    if not (isinstance(span, list | tuple) and len(span) == 2 and all(isinstance(i, int) for i in span)):
-        return result
-    metadata = {key: value for key, value in result.metadata.items() if key not in (OWN_SPAN, "expanded")}
-    return result.model_copy(update={"content": result.content[span[0] : span[1]], "metadata": metadata})
 
 
 async def fit_budget(results: list[SearchResult], budget: int, count: TokenCounter, *,

@@ -11,6 +11,7 @@ from ragline import defaults
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.locations import joined_location
 from ragline.retrieval.merge_images import absorb_image_hit, merge_image_info, prune_markdown_images, resolve_image_chains
+from ragline.retrieval.own_text import OWN_SPAN, joined_span, lent
 from ragline.retrieval.searchutil import (
     is_content_contained,
     join_chunk_content,
@@ -94,13 +95,17 @@ def merge_sequential(results: Sequence[SearchResult]) -> list[SearchResult]:
         for following in group[1:]:
             if str(current.chunk_type) == ChunkType.TEXT and _joinable(current, following):
                 sub_ids = [*current.metadata.get("sub_chunk_ids", [current.id]), following.id]
-                metadata: dict[str, Any] = {**current.metadata, "sub_chunk_ids": sub_ids,
+                content = join_chunk_content(current.content, following.content)
+                metadata: dict[str, Any] = {**{k: v for k, v in current.metadata.items() if k != OWN_SPAN}, "sub_chunk_ids": sub_ids,
                                             **joined_location(current.metadata, following.metadata)}
+                span = joined_span(current, following, content)
+                if span is not None:
+                    metadata[OWN_SPAN] = span
                 images = merge_image_info(current, following)
                 if images:  # the joined text holds both chunks' images: keep every one's info, so none is pruned
                     metadata["images"] = images
                 current = current.model_copy(update={
-                    "content": join_chunk_content(current.content, following.content),
+                    "content": content,
                     "score": max(current.score, following.score),
                     "chunk_index": following.chunk_index,  # the joined text now ends where `following` ends
                     "next_chunk_id": following.next_chunk_id,
@@ -122,9 +127,6 @@ def fill_faq_answers(results: Sequence[SearchResult]) -> list[SearchResult]:
             result = result.model_copy(update={"content": f"Q: {question}\nAnswer: " + "\n".join(map(str, answers))})
         filled.append(result)
     return filled
-
-
-OWN_SPAN = "own_span"  # where an expanded hit's own text is in its content: a tight context budget keeps only that
 
 
 def expand_short_chunks(results: Sequence[SearchResult], catalog: Catalog) -> list[SearchResult]:
@@ -157,9 +159,7 @@ def _expand(result: SearchResult, neighbours: dict[str, Any]) -> SearchResult:
     if not prefix and not suffix:
         return result
     content = join_chunk_content(join_chunk_content(prefix, result.content), suffix) if suffix else join_chunk_content(prefix, result.content)
-    start = content.find(result.content)  # the hit stays whole inside its expansion (join_chunk_content)
-    own = {OWN_SPAN: [start, start + len(result.content)]} if start >= 0 else {}
-    return result.model_copy(update={"content": content, "metadata": {**result.metadata, "expanded": True, **own}})
+    return lent(result, content)
 
 
 def remove_partial_overlaps(results: Sequence[SearchResult]) -> list[SearchResult]:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragline.retrieval.catalog import Catalog
+from ragline.retrieval.own_text import rewritten
 from ragline.retrieval.types import ChunkType, MatchType, SearchResult
 
 IMAGE_HIT_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION, ChunkType.IMAGE_VECTOR)
@@ -85,13 +86,11 @@ def prune_markdown_images(results: Sequence[SearchResult]) -> list[SearchResult]
     """PruneMarkdownImagesByImageInfo: stored-image references no result has the ImageInfo of are cut
     (remote image links are kept: they never had one)."""
     known = {url for result in results for url in image_urls(result)}
-    out = []
-    for result in results:
-        pruned = _STORED_IMAGE.sub(lambda m: m.group(0) if m.group(1) in known else "", result.content)
-        if pruned != result.content:
-            result = result.model_copy(update={"content": pruned.strip()})
-        out.append(result)
-    return out
+    def prune(text: str) -> str:
+        pruned = _STORED_IMAGE.sub(lambda m: m.group(0) if m.group(1) in known else "", text)
+        return pruned.strip() if pruned != text else text
+
+    return [rewritten(result, prune) for result in results]
 
 
 def merge_image_info(first: SearchResult, second: SearchResult) -> list[dict[str, Any]]:

@@ -1,0 +1,73 @@
+"""Where a passage's own hit text is, once merge step 7 lent it its neighbours' text.
+
+A short hit borrows the end of the chunk before it and the start of the one after it (the seed's
+merge_expand.go). That text is context, not evidence: a tight context budget (the local model's,
+generation/budget.py) takes it back before it drops another passage. The span of the hits' own
+text rides in the passage's metadata, kept right through the merge steps that change the text
+after step 7 (joining neighbours, pruning image links); a step that cannot keep it drops it, and
+the passage is then all its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ragline.retrieval.types import SearchResult
+
+OWN_SPAN = "own_span"
+
+
+def own_span(result: SearchResult) -> tuple[int, int] | None:
+    span = result.metadata.get(OWN_SPAN)
+    if isinstance(span, list | tuple) and len(span) == 2 and all(isinstance(i, int) for i in span) and 0 <= span[0] <= span[1]:
+        return span[0], span[1]
+    return None
+
+
+def _with(result: SearchResult, content: str, span: tuple[int, int] | None, **metadata: object) -> SearchResult:
+    kept = {key: value for key, value in result.metadata.items() if key != OWN_SPAN}
+    own = {OWN_SPAN: list(span)} if span is not None and span != (0, len(content)) else {}
+    return result.model_copy(update={"content": content, "metadata": {**kept, **metadata, **own}})
+
+
+def lent(result: SearchResult, content: str) -> SearchResult:
+    """`result` with `content`: its own text and what its neighbours lent it around that."""
+    if content == result.content:
+        return result
+    start = content.find(result.content)
+    return _with(result, content, (start, start + len(result.content)) if start >= 0 else None, expanded=True)
+
+
+def joined_span(first: SearchResult, second: SearchResult, content: str) -> list[int] | None:
+    """The own span of `content`, the two passages joined (join_chunk_content): from the first's own
+    text to the end of the second's; None when neither borrowed or the join overlapped their own text."""
+    first_span, second_span = own_span(first), own_span(second)
+    if first_span is None and second_span is None:
+        return None
+    if not (content.startswith(first.content) and content.endswith(second.content)):
+        return None  # one held the other: nothing to tell apart
+    start = first_span[0] if first_span else 0
+    end = len(content) - len(second.content) + (second_span[1] if second_span else len(second.content))
+    return [start, end] if start <= end else None
+
+
+def rewritten(result: SearchResult, rewrite: Callable[[str], str]) -> SearchResult:
+    """`result` with `rewrite` applied to its text, its own span found again in the new text."""
+    content = rewrite(result.content)
+    span = own_span(result)
+    if content == result.content:
+        return result
+    if span is None:
+        return result.model_copy(update={"content": content})
+    own = rewrite(result.content[span[0] : span[1]]).strip()
+    start = content.find(own) if own else -1
+    return _with(result, content, (start, start + len(own)) if start >= 0 else None)
+
+
+def unexpanded(result: SearchResult) -> SearchResult:
+    """The passage without the text its neighbours lent it (itself when it borrowed none)."""
+    span = own_span(result)
+    if span is None:
+        return result
+    metadata = {key: value for key, value in result.metadata.items() if key not in (OWN_SPAN, "expanded")}
+    return result.model_copy(update={"content": result.content[span[0] : span[1]], "metadata": metadata})
