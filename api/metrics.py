@@ -87,7 +87,7 @@ class MeasureRequests:
 @doc("Prometheus metrics (text exposition format)", "service", public=True, errors=())
 async def metrics(request: Request) -> Response:
     collected: Metrics = request.app.state.metrics
-    shared = getattr(request.app.state, "services", None)
+    shared = getattr(request.app.state, "host", None)
     if shared is not None:
         collected.runs.set(shared.runs.local_runs())
         collected.runs_waiting.set(shared.runs.start_slots.waiting)

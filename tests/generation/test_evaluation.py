@@ -72,7 +72,7 @@ def run(stack, scripted_model, monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(scripted_model, "_reply_for", scripted_reply)
     # every hit reaches the model, so the script can cite a wrong passage on purpose (the relevance
     # gate itself is tested in tests/retrieval/test_relevance.py and tests/test_rag_end_to_end.py)
-    monkeypatch.setattr("ragline.nodes.chunk_search.relevant", lambda query, results: list(results))
+    monkeypatch.setattr("ragline.retrieval.targets.relevant", lambda query, results: list(results))
     settings = memory_settings(scripted_model)
     monkeypatch.setattr(kb_cli.Services, "from_settings", classmethod(lambda cls, s=None: cls(settings, retrieval_factory=lambda: stack)))
     monkeypatch.chdir(tmp_path)
