@@ -62,6 +62,7 @@ async def fit_budget(results: list[SearchResult], budget: int, count: TokenCount
     kept = []
     for index, passage in chosen:
         extra = full_sizes[index] - own_sizes[index]
+        # chosen whole (not cut to the budget), and it did borrow: the lent text back if it still fits
         if passage is own[index] and results[index] is not own[index] and used + extra <= budget:
             passage, used = results[index], used + extra
         kept.append(passage)

@@ -20,8 +20,9 @@ import threading
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ragline.lazy import Lazy
 from ragline.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -55,25 +56,6 @@ class ServicesMissingError(RuntimeError):
     """A node ran without services: the host gave the run no RunContext.services."""
 
 
-class _Lazy(Generic[T]):
-    """A value built by `factory` on first use, once, whichever thread asks first."""
-
-    def __init__(self, factory: Callable[[], T]) -> None:
-        self._factory = factory
-        self._value: T | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> T:
-        with self._lock:
-            if self._value is None:
-                self._value = self._factory()
-            return self._value
-
-    @property
-    def opened(self) -> T | None:
-        return self._value
-
-
 @dataclass
 class Services:
     """Retrieval, entity graph, memory, model clients, web and tabular analysis of one process."""
@@ -84,7 +66,7 @@ class Services:
     retrieval_factory: Callable[[], RetrievalStack] | None = None
     graph_store_factory: Callable[[], GraphStore] | None = None
     memory_store_factory: Callable[[], BaseStore] | None = None
-    _lazies: dict[str, _Lazy[Any]] = field(default_factory=dict, repr=False)
+    _lazies: dict[str, Lazy[Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _backend: Backend | None = field(default=None, repr=False)
     _backend_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
@@ -96,7 +78,7 @@ class Services:
 
     def _once(self, name: str, factory: Callable[[], T]) -> T:
         with self._lock:
-            lazy = self._lazies.setdefault(name, _Lazy(factory))
+            lazy = self._lazies.setdefault(name, Lazy(factory))
         return lazy.get()
 
     def is_open(self, name: str) -> bool:

@@ -11,7 +11,7 @@ from ragline import defaults
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.locations import joined_location
 from ragline.retrieval.merge_images import absorb_image_hit, merge_image_info, prune_markdown_images, resolve_image_chains
-from ragline.retrieval.own_text import OWN_SPAN, joined_span, lent
+from ragline.retrieval.own_text import lent, with_joined_span
 from ragline.retrieval.searchutil import (
     is_content_contained,
     join_chunk_content,
@@ -96,11 +96,9 @@ def merge_sequential(results: Sequence[SearchResult]) -> list[SearchResult]:
             if str(current.chunk_type) == ChunkType.TEXT and _joinable(current, following):
                 sub_ids = [*current.metadata.get("sub_chunk_ids", [current.id]), following.id]
                 content = join_chunk_content(current.content, following.content)
-                metadata: dict[str, Any] = {**{k: v for k, v in current.metadata.items() if k != OWN_SPAN}, "sub_chunk_ids": sub_ids,
-                                            **joined_location(current.metadata, following.metadata)}
-                span = joined_span(current, following, content)
-                if span is not None:
-                    metadata[OWN_SPAN] = span
+                metadata: dict[str, Any] = with_joined_span({**current.metadata, "sub_chunk_ids": sub_ids,
+                                                             **joined_location(current.metadata, following.metadata)},
+                                                            current, following, content)
                 images = merge_image_info(current, following)
                 if images:  # the joined text holds both chunks' images: keep every one's info, so none is pruned
                     metadata["images"] = images

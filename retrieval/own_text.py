@@ -38,25 +38,24 @@ def lent(result: SearchResult, content: str) -> SearchResult:
     return _with(result, content, (start, start + len(result.content)) if start >= 0 else None, expanded=True)
 
 
-def joined_span(first: SearchResult, second: SearchResult, content: str) -> list[int] | None:
-    """The own span of `content`, the two passages joined (join_chunk_content): from the first's own
-    text to the end of the second's; None when neither borrowed or the join overlapped their own text."""
+def with_joined_span(metadata: dict[str, object], first: SearchResult, second: SearchResult, content: str) -> dict[str, object]:
+    """`metadata` of the two passages joined into `content` (join_chunk_content), its own span from
+    the first's own text to the end of the second's; none when neither borrowed, or one held the other."""
+    kept = {key: value for key, value in metadata.items() if key != OWN_SPAN}
     first_span, second_span = own_span(first), own_span(second)
-    if first_span is None and second_span is None:
-        return None
-    if not (content.startswith(first.content) and content.endswith(second.content)):
-        return None  # one held the other: nothing to tell apart
+    if (first_span is None and second_span is None) or not (content.startswith(first.content) and content.endswith(second.content)):
+        return kept
     start = first_span[0] if first_span else 0
     end = len(content) - len(second.content) + (second_span[1] if second_span else len(second.content))
-    return [start, end] if start <= end else None
+    return {**kept, OWN_SPAN: [start, end]} if start <= end else kept
 
 
 def rewritten(result: SearchResult, rewrite: Callable[[str], str]) -> SearchResult:
     """`result` with `rewrite` applied to its text, its own span found again in the new text."""
     content = rewrite(result.content)
-    span = own_span(result)
     if content == result.content:
         return result
+    span = own_span(result)
     if span is None:
         return result.model_copy(update={"content": content})
     own = rewrite(result.content[span[0] : span[1]]).strip()
