@@ -39,6 +39,7 @@ RELEVANCE_VARIANT_MIN_LETTERS = 5  # a Latin stem this long that begins another 
 RELEVANCE_MIN_POOL = 3  # below this many hits the idf of a term says nothing: all terms weigh 1
 RELEVANCE_JOINT_HITS = 3  # the best hit scores at least what the 3 best hold together (multi-hop: hops in different passages)
 RELEVANCE_JOINT_WEIGHT = 0.8  # ... at 0.8 of its share: 1.0 cost XQuAD 13 points of abstention, 0.8 three (retrieval/relevance.py)
+RELEVANCE_NAMED_ENTRY_SCORE = 0.60  # the one hit titled by a name the question mentions passes (a bridge question's first hop)
 RELEVANCE_SIMILARITY_WEIGHT = 3.0  # 1 lost gold paragraphs on chunked text, 4 let CMRC's wrong paragraphs through
 CROSS_SCRIPT_RELEVANCE_SCALE = 11.0  # a question and passage in different scripts pass 0.55 at 0.05 above the hits' median
 
