@@ -50,7 +50,7 @@ import numpy as np
 from ragline import defaults
 from ragline.citations.sentences import PUBLIC_TAG, sentence_ends
 from ragline.citations.sources import SourceChunk
-from ragline.citations.support import LIST_MARKER, claims_nothing, contradicts
+from ragline.citations.support import LIST_MARKER, claims_nothing, contradicts, numbers, stated_opposite
 from ragline.citations.tags import UNSUPPORTED_MARK
 from ragline.retrieval.relevance import question_words
 from ragline.retrieval.tokenizer import tokenize
@@ -82,10 +82,23 @@ class Passage:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What attribution found for one sentence: its supporting passages' aliases, best first, and
-    whether the sentence was judged (enough words to match, and a working embedder)."""
+    whether the sentence was judged (enough words to match, and a working embedder). `opposite`:
+    a close passage's alias and its sentence that says the opposite; `unsourced_number`: the
+    sentence states a number no passage holds (the model's memory, not the knowledge base)."""
 
     aliases: list[str]
     judged: bool
+    opposite: tuple[str, str] | None = None
+    unsourced_number: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """One sentence of the answer as attribution left it: followed by `tags` in the answer text."""
+
+    sentence: str
+    tags: str
+    verdict: Verdict
 
 
 @functools.lru_cache(maxsize=4096)  # the support check asks again for the same passage sentences
@@ -113,7 +126,9 @@ class Attributor:
         self._embedder = embedder
         self._tag_for = tag_for
         self._vectors: np.ndarray | None = None
+        self._numbers: frozenset[float] = frozenset()
         self._failed = False
+        self.judgements: list[Judgement] = []  # every judged sentence, in answer order (citations/grounding.py reads them)
 
     @classmethod
     def for_answer(cls, registry: Registry, sources: Iterable[SourceChunk], embedder: TextEmbedder | None,
@@ -149,23 +164,37 @@ class Attributor:
             return Verdict([], judged=False)
         if self._tokens is None:  # in a thread: the first jieba call of a process loads its dictionary (~1 s)
             self._tokens = await asyncio.to_thread(lambda: [content_tokens(p.text) for p in self._passages])
+            # a number the user stated is not the model's invention either
+            self._numbers = frozenset().union(numbers(self._question), *(numbers(p.text) for p in self._passages))
         tokens = content_tokens(sentence)
         if len(tokens) < defaults.ATTRIBUTION_MIN_CONTENT_TOKENS:
             quoted = await self._quote_sources(sentence) if tokens else []
             return Verdict(quoted, judged=bool(quoted))
+        unsourced = not numbers(sentence) <= self._numbers
         scores = await self._scores(sentence, tokens)
         if scores is None:
-            return Verdict([], judged=not self._failed)
+            return Verdict([], judged=not self._failed, unsourced_number=unsourced)
         ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         best = scores[ranked[0]]
         close = [i for i in ranked[: defaults.ATTRIBUTION_MAX_PASSAGES]
                  if scores[i] >= defaults.ATTRIBUTION_MIN_SCORE and scores[i] >= best - defaults.ATTRIBUTION_MARGIN]
         if not close:
-            return Verdict([], judged=True)
+            return Verdict([], judged=True, unsourced_number=unsourced)
         # Overlap is not support: a passage stating another number or the opposite is never cited
-        supported = await asyncio.to_thread(lambda: [self._passages[i].alias for i in close
-                                                     if not contradicts(sentence, self._passages[i].text, content_tokens)])
-        return Verdict(supported, judged=True)
+        supported, opposite = await asyncio.to_thread(self._weigh, sentence, [self._passages[i] for i in close])
+        return Verdict(supported, judged=True, opposite=opposite, unsourced_number=unsourced)
+
+    @staticmethod
+    def _weigh(sentence: str, close: list[Passage]) -> tuple[list[str], tuple[str, str] | None]:
+        """The close passages that support the sentence, and the first vetoed one's sentence saying its opposite."""
+        supported: list[str] = []
+        opposite: tuple[str, str] | None = None
+        for passage in close:
+            if not contradicts(sentence, passage.text, content_tokens):
+                supported.append(passage.alias)
+            elif opposite is None and (said := stated_opposite(sentence, passage.text, content_tokens)):
+                opposite = (passage.alias, said)
+        return supported, opposite
 
     async def _scores(self, claim: str, tokens: frozenset[str]) -> list[float] | None:
         """Evidence of `claim` in each passage; None when no passage can reach the bar (or the embedder failed)."""
@@ -204,11 +233,18 @@ class Attributor:
         """The attributed tags that follow `sentence`; the unsupported mark when it was judged and
         no passage supports it (unless it claims nothing: "does not mention", "let me know"); else ""."""
         verdict = await self.verdict(sentence)
+        tags = ""
         if verdict.aliases:
-            return "".join(self._tag_for(alias) for alias in verdict.aliases)
-        if verdict.judged and not claims_nothing(sentence):
-            return UNSUPPORTED_MARK
-        return ""
+            tags = "".join(self._tag_for(alias) for alias in verdict.aliases)
+        elif verdict.judged and not claims_nothing(sentence):
+            tags = UNSUPPORTED_MARK
+        if verdict.judged:
+            self.judgements.append(Judgement(sentence, tags, verdict))
+        return tags
+
+    def tag_for(self, alias: str) -> str:
+        """The attributed tag of one of this answer's passages."""
+        return self._tag_for(alias)
 
     async def _similarities(self, sentence: str) -> list[float] | None:
         """Cosine of the sentence with every passage; None (and no more attempts) if the embedder fails."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ragline import defaults
 from ragline.citations.sentences import PUBLIC_TAG
 
 Tokens = Callable[[str], frozenset[str]]
@@ -125,14 +126,35 @@ def closest_sentence(clause_tokens: frozenset[str], passage: str, tokens: Tokens
     return best
 
 
+def _clauses(sentence: str, tokens: Tokens) -> list[str]:
+    return [c for c in _CLAUSE_END.split(sentence) if len(tokens(c)) >= _MIN_CLAUSE_TOKENS] or [sentence]
+
+
+def stated_opposite(sentence: str, passage: str, tokens: Tokens) -> str | None:
+    """The passage's sentence that says the opposite of one of `sentence`'s clauses, or None.
+
+    Opposite, not merely unrelated: the closest sentence holds at least OPPOSITE_MIN_SHARE of the
+    clause's content words (two at least) and only one of the two is negated ("batteries are
+    covered by the warranty" against "Batteries and damage from lightning are not covered")."""
+    sentence = LIST_MARKER.sub("", PUBLIC_TAG.sub(" ", sentence))
+    for clause in _clauses(sentence, tokens):
+        clause_tokens = tokens(clause)
+        closest = closest_sentence(clause_tokens, passage, tokens)
+        if closest is None or is_negated(clause) == is_negated(closest):
+            continue
+        shared = len(clause_tokens & tokens(closest))
+        if shared >= _MIN_CLAUSE_TOKENS and shared >= defaults.OPPOSITE_MIN_SHARE * len(clause_tokens):
+            return " ".join(closest.split())
+    return None
+
+
 def contradicts(sentence: str, passage: str, tokens: Tokens) -> bool:
     """True when the passage plainly does not support the sentence: a number the passage never
     states, or a clause whose closest sentence in the passage has the opposite polarity."""
     sentence = LIST_MARKER.sub("", PUBLIC_TAG.sub(" ", sentence))
     if not numbers(sentence) <= numbers(passage):
         return True
-    clauses = [c for c in _CLAUSE_END.split(sentence) if len(tokens(c)) >= _MIN_CLAUSE_TOKENS] or [sentence]
-    for clause in clauses:
+    for clause in _clauses(sentence, tokens):
         closest = closest_sentence(tokens(clause), passage, tokens)
         if closest is not None and is_negated(clause) != is_negated(closest):
             return True

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -20,10 +21,11 @@ from langchain_core.messages import AIMessage
 from ragline import defaults
 from ragline.citations import Registry, references_payload
 from ragline.citations.attribution import Attributor, TextEmbedder
+from ragline.citations.grounding import review
 from ragline.citations.links import LinkGuard
 from ragline.citations.plain import plain_text
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
-from ragline.generation.messages import answer_messages
+from ragline.generation.messages import answer_messages, fixed_response
 from ragline.graph import events, thread_messages
 from ragline.graph.context import RunContext
 from ragline.graph.message_stream import AnswerChunks
@@ -211,6 +213,24 @@ def _embedder(context: RunContext) -> TextEmbedder | None:
     return services.embedder if services is not None else None
 
 
+def grounded(response: ChatResponse, attributor: Attributor, request: PipelineRequest, turn: TurnIds,
+             context: RunContext) -> ChatResponse:
+    """The answer once every sentence was judged (citations/grounding.py): a sentence the sources
+    contradict gives way to their words, and an answer with nothing grounded but a made-up number
+    to the fallback text. A changed answer goes out again whole, as a `replace`."""
+    verdict = review(response.content, attributor.judgements, attributor.tag_for)
+    if verdict.ungrounded:
+        response = replace(response, content=fixed_response(request), fallback=True)
+    elif verdict.content != response.content:
+        response = replace(response, content=verdict.content)
+    else:
+        return response
+    event = events.answer(turn, response.content)
+    event.data = {"replace": True}
+    events.emit(context, event)
+    return response
+
+
 def model_error_update(turn: TurnIds, context: RunContext, exc: ChatModelError) -> dict[str, Any]:
     """ErrModelCall: tell the client (terminal error event) and stop the pipeline."""
     events.emit(context, events.error(turn, str(exc), code=ErrorKind.MODEL_CALL.value))
@@ -242,5 +262,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
                                              attributor=attributor, links=links)
     except ChatModelError as exc:
         return model_error_update(turn, context, exc)
+    if attributor is not None and not response.stopped:
+        response = grounded(response, attributor, request, turn, context)
     message = assistant_message(turn, response, results, plain=bool(state.get("plain_reply")), metadata=context.answer_metadata())
     return {"chat_response": response, "messages": [message]}

@@ -31,6 +31,17 @@ def language_of(request: PipelineRequest) -> str:
     return request.language or prompts.detect_language(request.query)
 
 
+def fallback_template(request: PipelineRequest) -> prompts.PromptTemplate:
+    """fallback.yaml's entry for the question's language."""
+    chinese = prompts.detect_language(request.language or request.query).startswith("Chinese")
+    return (prompts.find("fallback", "zh") if chinese else None) or prompts.get("fallback")
+
+
+def fixed_response(request: PipelineRequest) -> str:
+    """The fixed "not found" text: the request's own, or fallback.yaml's."""
+    return request.fallback_response or fallback_template(request).text("response")
+
+
 def placeholder_values(state: PipelineState) -> dict[str, Any]:
     request = state["request"]
     return {

@@ -17,23 +17,14 @@ from ragline.generation.answer import (
     model_error_update,
     stream_answer,
 )
-from ragline.generation.messages import placeholder_values
+from ragline.generation.messages import fallback_template, fixed_response, placeholder_values
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.message_stream import AnswerChunks
-from ragline.graph.request import FallbackStrategy, PipelineRequest
+from ragline.graph.request import FallbackStrategy
 from ragline.graph.state import ChatResponse, PipelineState
 from ragline.models.chat import ChatModelError
 from ragline.services import services_of
-
-
-def _template(request: PipelineRequest) -> prompts.PromptTemplate:
-    chinese = prompts.detect_language(request.language or request.query).startswith("Chinese")
-    return (prompts.find("fallback", "zh") if chinese else None) or prompts.get("fallback")
-
-
-def fixed_response(request: PipelineRequest) -> str:
-    return request.fallback_response or _template(request).text("response")
 
 
 async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -47,7 +38,7 @@ async def fallback(state: PipelineState, runtime: Runtime[RunContext]) -> dict[s
         AnswerChunks(turn).answer(text)
         response = ChatResponse(content=text, finish_reason="stop", fallback=True)
     else:
-        prompt = prompts.render(request.fallback_prompt or _template(request).text("prompt"), **placeholder_values(state))
+        prompt = prompts.render(request.fallback_prompt or fallback_template(request).text("prompt"), **placeholder_values(state))
         client = services_of(runtime).chat(request.chat_model)
         try:
             response = await stream_answer(

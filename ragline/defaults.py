@@ -93,6 +93,7 @@ ATTRIBUTION_MARGIN = 0.05  # a second passage is cited only this close to the be
 ATTRIBUTION_MAX_PASSAGES = 2  # sources per sentence at most: more is noise in a footnote
 ATTRIBUTION_MIN_CONTENT_TOKENS = 4  # shorter sentences ("I hope this helps.", "1.5 meters") match anything or nothing
 ATTRIBUTION_QUOTE_MIN_CHARS = 4  # ...unless copied word for word from a passage: then that passage is its source ("1962", not "2")
+OPPOSITE_MIN_SHARE = 0.6  # a passage sentence of opposite polarity says the opposite when it holds this share of the clause's words
 ATTRIBUTION_QUOTE_QUESTION_SHARE = 0.5  # ...and that passage holds half the question's content words (musique: quotes from distractors)
 
 # --- rerank (rerank.go) ---

@@ -99,16 +99,18 @@ def monkeypatch_module():
 
 
 # Wrong today (issue 30), each for a reason named here: strict, so a fix turns its case red until
-# the mark is removed. None of these wrong answers shows a source: the support check vetoes it.
+# the mark is removed. The dashes answer is a true sentence of the manual, cited rightly, that is
+# not the cause asked for.
 KNOWN_WRONG = {
-    "batteries-covered": "the 1.5B model reads 'Batteries ... are not covered' and answers 'Yes, batteries are covered'",
-    "zh-batteries": "the model reads 电池…不在保修范围内 and answers 电池在保修范围内",
-    "not-in-manual": "the gate passes on 'Aurora weather station' and the model invents a price (shown without a source)",
     "dashes": "the 1.5B model, given the whole troubleshooting section, names its last sentence (cold weather drains "
               "batteries) as the cause instead of its first (the console lost the radio link); a borderline greedy "
               "answer that flipped with the prompt cache's state after the questions before it (also wrong at e709b22 "
               "when asked alone)",
 }
+# Right only through grounding (citations/grounding.py): the 1.5B model answers "Yes, batteries are
+# covered" (and 电池在保修范围内) after reading that they are not, and invents a price; the answers
+# kept are the manual's own sentence, quoted, and "not found".
+GROUNDED = ("batteries-covered", "zh-batteries", "not-in-manual")
 
 
 # A borderline greedy answer that flips with the prompt cache's state: right in one run, wrong in
@@ -138,10 +140,10 @@ def test_every_question_of_the_suite_was_asked(answers):
     assert set(answers) == set(CHECKS) and len(CHECKS) >= 20
 
 
-def test_no_wrong_answer_of_the_suite_shows_a_source(answers):
-    """A wrong answer with a source badge looks checked: worse than "not found"."""
-    wrong = ("batteries-covered", "zh-batteries", "not-in-manual")
+def test_the_answers_grounding_corrects_cite_the_manuals_own_sentence(answers):
+    """A wrong answer with a source badge looks checked, worse than "not found": the two warranty
+    answers the model got backwards are the manual's sentence with its source, the price "not found"."""
     from ragline.generation.scoring import citations
 
-    sourced = [name for name in wrong if not answers[name][1] and citations(answers[name][0])]
-    assert sourced == []
+    assert all(citations(answers[name][0]) for name in GROUNDED if name != "not-in-manual")
+    assert answers["not-in-manual"][1]

@@ -80,6 +80,34 @@ async def test_uncited_sentences_are_attributed_and_the_streamed_answer_equals_t
     assert f'from the date of purchase.{tags[1]} It is like ' in whole and tags[1].endswith(' attributed="true"/>')
 
 
+async def _reviewed(embedder, query: str) -> tuple[list, dict]:
+    """The events and the update of one streamed generation stage over the setup and warranty passages."""
+    sent: list = []
+    services = Services(embedder_factory=lambda: embedder)
+    state = {"request": PipelineRequest(query=query), "turn": TurnIds("s", "r", "u", "a"), "merge_results": [SETUP, WARRANTY]}
+    update = await answer_turn(state, services.chat(), RunContext(host=RunHost(services=services, event_sink=sent.append)), stream=True)
+    return [e for e in sent if e.response_type == ResponseType.ANSWER], update
+
+
+async def test_a_sentence_the_passages_contradict_is_replaced_by_their_words_after_the_stream(scripted_model, embedder):
+    scripted_model.on(lambda body: True, Reply.text("Yes, batteries are covered by the warranty."))
+    answers, update = await _reviewed(embedder, "Are batteries covered by the warranty?")
+    assert "".join(e.content for e in answers if not (e.data or {}).get("replace")).startswith("Yes, batteries are covered")
+    replaced = [e for e in answers if (e.data or {}).get("replace")]
+    stored = update["chat_response"].content
+    assert [e.content for e in replaced] == [stored]  # one replace, carrying the whole kept answer
+    assert stored.startswith("The sources say: “Batteries and damage from lightning are not covered.”<kb chunk_id=\"warranty-chunk\"")
+    assert update["messages"][0].content == stored
+
+
+async def test_an_answer_with_nothing_grounded_and_a_made_up_price_ends_in_the_fallback(scripted_model, embedder):
+    scripted_model.on(lambda body: True, Reply.text("The Aurora weather station costs 150 dollars in most shops."))
+    answers, update = await _reviewed(embedder, "What does the Aurora weather station cost?")
+    response = update["chat_response"]
+    assert response.fallback and "could not find" in response.content
+    assert answers[-1].data == {"replace": True} and answers[-1].content == response.content
+
+
 def test_without_a_requested_temperature_a_remote_model_gets_the_seeds_and_a_local_one_answers_greedily():
     from ragline import defaults
     from ragline.generation.answer import chat_options
