@@ -50,7 +50,7 @@ LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _CLAUSE_END = re.compile(r"[;；,，:：]\s*|\s+but\s+|但是|但")
 _MIN_CLAUSE_TOKENS = 2  # "but the console is": too little to find its sentence by
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n\s*\n|\n(?=\s*(?:[-*+]|\d{1,3}[.)])\s)")
-_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_DIGITS = re.compile(r"(?<![A-Za-z0-9_])\d+(?:[.,]\d+)*")  # not inside a Latin word: "word10", "mp3", "x86_64"
 _WORD_NUMBERS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,

@@ -49,6 +49,13 @@ def test_numbers_are_values_whatever_their_spelling():
     assert numbers('after <kb chunk_id="c9f3" title="v2"/> nothing') == set()
 
 
+def test_digits_inside_a_latin_word_are_a_name_not_a_number():
+    """"word10", "mp3", "x86_64" state no quantity (a scripted answer of word0 ... word39 is not made up);
+    a number after a hyphen, a space or a Chinese character still counts."""
+    assert numbers("word10 mp3 x86_64 e5") == set()
+    assert numbers("a B-29 bomber, 保修2年") == {29.0, 2.0}
+
+
 @pytest.mark.parametrize(("text", "negated"), [
     ("are not covered", True), ("isn't covered", True), ("never pairs", True), ("不在保修范围内", True),
     ("没有保修", True), ("are covered", False), ("不同的传感器", False), ("未来三天", False), ("无线电", False),
