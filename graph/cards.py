@@ -1,7 +1,7 @@
 """The progress cards as subgraphs: the stages a user sees as one card (the seed's progress.go).
 
-A card's first node opens it (`tool_call`) and its last closes it (`tool_result`, success or the
-error), so every way through the card passes both. `get_graph(xray=True)` shows the stages inside.
+A card's first node opens it (`tool_call`) and its last closes it (`tool_result`), so every way
+through the card passes both; a stage that fails closes it as failed and raises (events.fail_turn). `get_graph(xray=True)` shows the stages inside.
 A card returns the turn's results (TurnResults), never the request; only query_understand returns
 the conversation, whose user message it captions (UnderstoodTurn).
 

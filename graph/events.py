@@ -7,13 +7,13 @@ result to `emit`, which writes to LangGraph's custom stream (and to the host's s
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, NoReturn
 
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, Field
 
 from ragline.graph.context import ExclusiveSink, RunContext
-from ragline.graph.state import TurnIds
+from ragline.graph.state import PipelineError, TurnFailed, TurnIds
 
 
 class ResponseType(StrEnum):
@@ -166,6 +166,19 @@ def tool_result(turn: TurnIds, window: ProgressWindow, *, success: bool, output:
 
 def error(turn: TurnIds, message: str, *, code: str, done: bool = True) -> StreamResponse:
     return _base(turn, ResponseType.ERROR, content=message, done=done, data={"code": code})
+
+
+def fail_turn(context: RunContext, turn: TurnIds, failure: PipelineError, *, card: ProgressWindow | None = None,
+              data: dict[str, Any] | None = None) -> NoReturn:
+    """End the turn on `failure`: close the progress card the failing stage runs in (failed), send
+    the error event (with `data` beside its code), raise TurnFailed."""
+    if card is not None:
+        emit(context, tool_result(turn, card, success=False, error=failure.message))
+    event = error(turn, failure.message, code=failure.kind.value)
+    if data:
+        event.data = {**(event.data or {}), **data}
+    emit(context, event)
+    raise TurnFailed(failure)
 
 
 def session_title(turn: TurnIds, title: str) -> StreamResponse:

@@ -27,9 +27,6 @@ from ragline.graph.request import AgentConfig
 from ragline.graph.routes import (
     after_begin_turn,
     after_knowledge_search,
-    begin_chat_stream_turn,
-    begin_chat_turn,
-    begin_rag_turn,
     chat_or_rag,
     search_or_answer,
 )
@@ -99,7 +96,7 @@ def rag(host: HostDefaults, *, checkpointer: Any = None) -> Graph:
     graph.add_node(FALLBACK, host(fallback))
 
     graph.add_edge(START, "begin_turn")
-    graph.add_conditional_edges("begin_turn", begin_rag_turn)
+    graph.add_edge("begin_turn", "query_understand")
     graph.add_conditional_edges("query_understand", search_or_answer)
     graph.add_conditional_edges("knowledge_search", after_knowledge_search)
     graph.add_edge("into_chat_message", "chat_completion")
@@ -131,7 +128,7 @@ def chat_stream(host: HostDefaults, *, checkpointer: Any = None) -> Graph:
     graph.add_node("chat_completion_stream", host(chat_completion_stream))
 
     graph.add_edge(START, "begin_turn")
-    graph.add_conditional_edges("begin_turn", begin_chat_stream_turn)
+    graph.add_edge("begin_turn", "chat_completion_stream")
     graph.add_edge("chat_completion_stream", END)
     return graph.compile(checkpointer=checkpointer, name="chat_stream")
 
@@ -143,7 +140,7 @@ def chat(host: HostDefaults, *, checkpointer: Any = None) -> Graph:
     graph.add_node("chat_completion", host(chat_completion))
 
     graph.add_edge(START, "begin_turn")
-    graph.add_conditional_edges("begin_turn", begin_chat_turn)
+    graph.add_edge("begin_turn", "chat_completion")
     graph.add_edge("chat_completion", END)
     return graph.compile(checkpointer=checkpointer, name="chat")
 

@@ -1,10 +1,11 @@
 """The nodes that open and close a progress window (the seed's progress cards, progress.go).
 
 A window is a run of stages shown to the user as one card: `tool_call` when the first of them
-starts, `tool_result` when the graph leaves them (success, or the error). Each card is a subgraph
-(graph/cards.py) whose first node is `open_<window>` and whose last is `close_<window>`, so the
-card's life is part of the topology Studio draws. A card left open by a stage that raised, or by a
-run its host cancelled, is closed as failed by the turn driver (graph/turn.py).
+starts, `tool_result` when the graph leaves them. Each card is a subgraph (graph/cards.py) whose
+first node is `open_<window>` and whose last is `close_<window>`, so the card's life is part of the
+topology Studio draws. A stage that fails closes its card as failed before it raises
+(events.fail_turn); a card left open by a stage that raised otherwise, or by a run its host
+cancelled, is closed as failed by the turn driver (graph/turn.py).
 """
 
 from __future__ import annotations

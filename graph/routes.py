@@ -3,7 +3,8 @@
 Each router is typed over the nodes it can really choose, so Studio draws exactly those edges;
 its docstring says the condition. The conditions are the seed's AddIf tests (has_history, web
 search, data analysis), its choice between the chat and the RAG pipeline (uses_knowledge), and
-NeedsRetrieval (the intent). A stop is no route: the host cancels the run (service/runs.py).
+NeedsRetrieval (the intent). A stop is no route: the host cancels the run (service/runs.py); nor
+is an error: the failing stage raises TurnFailed (events.fail_turn).
 """
 
 from __future__ import annotations
@@ -25,34 +26,12 @@ def uses_knowledge(state: PipelineState) -> bool:
     return state["request"].uses_knowledge
 
 
-def refused(state: PipelineState) -> bool:
-    """begin_turn refused the turn: an invalid request, or a question the input check rejects."""
-    return state.get("error") is not None
-
-
 # --- after begin_turn ---
 
 
-def after_begin_turn(state: PipelineState) -> Literal["load_history", "memory_recall", "__end__"]:
-    """A refused turn ends; a thread with an earlier answer loads its history first (AddIf)."""
-    if refused(state):
-        return "__end__"
+def after_begin_turn(state: PipelineState) -> Literal["load_history", "memory_recall"]:
+    """A thread with an earlier answer loads its history first (AddIf); any other turn recalls memories."""
     return "load_history" if has_history(state) else "memory_recall"
-
-
-def begin_rag_turn(state: PipelineState) -> Literal["query_understand", "__end__"]:
-    """A refused turn ends; any other goes to query understanding."""
-    return "__end__" if refused(state) else "query_understand"
-
-
-def begin_chat_turn(state: PipelineState) -> Literal["chat_completion", "__end__"]:
-    """A refused turn ends; any other is answered."""
-    return "__end__" if refused(state) else "chat_completion"
-
-
-def begin_chat_stream_turn(state: PipelineState) -> Literal["chat_completion_stream", "__end__"]:
-    """A refused turn ends; any other is answered as a stream."""
-    return "__end__" if refused(state) else "chat_completion_stream"
 
 
 # --- the RAG stages ---
@@ -68,19 +47,17 @@ def search_or_answer(state: PipelineState) -> Literal["knowledge_search", "into_
     return "knowledge_search" if needs_retrieval(state.get("intent", ""), state["request"]) else "into_chat_message"
 
 
-def after_knowledge_search(state: PipelineState) -> Literal["into_chat_message", "fallback", "__end__"]:
-    """Nothing found: the fallback answer (ErrSearchNothing); a failed search ends the turn; else the prompt."""
+def after_knowledge_search(state: PipelineState) -> Literal["into_chat_message", "fallback"]:
+    """Nothing found: the fallback answer (ErrSearchNothing); else the prompt."""
     error = state.get("error")
-    if error is None:
-        return "into_chat_message"
-    return "fallback" if error.kind == ErrorKind.SEARCH_NOTHING else "__end__"
+    return "fallback" if error is not None and error.kind == ErrorKind.SEARCH_NOTHING else "into_chat_message"
 
 
 # --- inside the knowledge_search card ---
 
 
 def after_search(state: PipelineState) -> Literal["rerank", "close_knowledge_search"]:
-    """Results: rerank them; nothing found or a failed search: close the card (the turn decides next)."""
+    """Results: rerank them; nothing found: close the card (the turn goes to the fallback)."""
     return "close_knowledge_search" if state.get("error") is not None else "rerank"
 
 

@@ -78,6 +78,18 @@ class PipelineError:
     message: str = ""
 
 
+class TurnFailed(Exception):
+    """A stage ended the turn on an error its event already told the client (events.fail_turn).
+
+    Raised, not routed: no edge of the graph exists only for an error, and the run fails the way
+    any LangGraph run fails (Studio shows it, a parent graph sees it). The turn driver sends no
+    second error for it, and the thread's unfinished task is dropped by the next turn's input."""
+
+    def __init__(self, error: PipelineError) -> None:
+        super().__init__(error.message or error.kind.value)
+        self.error = error
+
+
 @dataclass(frozen=True)
 class TurnIds:
     """Ids of one user turn, fixed when the turn starts so a resumed run keeps them."""

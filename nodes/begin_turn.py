@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
@@ -32,20 +32,19 @@ from ragline.graph.turn import turn_ids
 from ragline.retrieval.errors import RetrievalError
 
 
-def _invalid(turn: TurnIds, context: RunContext, exc: ValidationError) -> dict[str, Any]:
+def _invalid(turn: TurnIds, context: RunContext, message: str) -> NoReturn:
+    events.fail_turn(context, turn, PipelineError(ErrorKind.INVALID_INPUT, message))
+
+
+def _invalid_request(turn: TurnIds, context: RunContext, exc: ValidationError) -> NoReturn:
     problem = exc.errors()[0]
     where = ".".join(str(part) for part in problem.get("loc", ())) or "request"
-    message = f"invalid request: {where}: {problem.get('msg', 'invalid value')}"
-    events.emit(context, events.error(turn, message, code=ErrorKind.INVALID_INPUT.value))
-    return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INVALID_INPUT, message)}
+    _invalid(turn, context, f"invalid request: {where}: {problem.get('msg', 'invalid value')}")
 
 
-def _refused(turn: TurnIds, context: RunContext, refusal: Refusal) -> dict[str, Any]:
+def _refused(turn: TurnIds, context: RunContext, refusal: Refusal) -> NoReturn:
     """ValidateInput failed: a refusal event, and the turn ends before any search or model call."""
-    event = events.error(turn, refusal.message, code=ErrorKind.INPUT_REFUSED.value)
-    event.data = {**(event.data or {}), "reason": refusal.reason}
-    events.emit(context, event)
-    return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INPUT_REFUSED, refusal.message)}
+    events.fail_turn(context, turn, PipelineError(ErrorKind.INPUT_REFUSED, refusal.message), data={"reason": refusal.reason})
 
 
 def _first_refusal(request: PipelineRequest) -> Refusal | None:
@@ -81,11 +80,9 @@ async def _with_kb_ids(request: PipelineRequest, context: RunContext) -> Pipelin
     return request.model_copy(update={"knowledge_base_ids": tuple(dict.fromkeys(ids.get(kb, kb) for kb in request.knowledge_base_ids))})
 
 
-def _missing_request(turn: TurnIds, context: RunContext) -> dict[str, Any]:
-    message = ('invalid input: this graph takes {"request": {"query": "...", ...}}; '
-               'for {"messages": [...]} use the ragline_chat graph')
-    events.emit(context, events.error(turn, message, code=ErrorKind.INVALID_INPUT.value))
-    return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INVALID_INPUT, message)}
+def _missing_request(turn: TurnIds, context: RunContext) -> NoReturn:
+    _invalid(turn, context, 'invalid input: this graph takes {"request": {"query": "...", ...}}; '
+                            'for {"messages": [...]} use the ragline_chat graph')
 
 
 async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -93,18 +90,15 @@ async def begin_turn(state: PipelineState, runtime: Runtime[RunContext]) -> dict
 
     The request is the agent's defaults (run context) overlaid with what the caller set. A host
     hands a built request; plain JSON input (Studio, a parent graph) is validated here, and
-    invalid input ends the turn with an error. A question that fails ValidateInput (injection,
-    script, control characters) ends it with an `input_refused` error before anything runs.
+    invalid input ends the turn with an error (TurnFailed). A question that fails ValidateInput
+    (injection, script, control characters) ends it with an `input_refused` error before anything runs.
     """
     context = context_of(runtime)
     turn = turn_ids(context)  # the host's ids; minted only when a host gave none (Studio)
     _open_driverless_turn(turn, context, _query_of(state.get("request")))
     if "request" not in state:
-        return _missing_request(turn, context)
-    started = await _settled(state["request"], turn, context)
-    if "error" in started:
-        return started
-    request = started["request"]
+        _missing_request(turn, context)
+    request = await _settled(state["request"], turn, context)
     # the seed's Images (URL + Caption): query_understand writes the description into the caption
     user_message = thread_messages.question(request.query, id=turn.user_message_id, request_id=turn.request_id,
                                             images=[{"url": i.url, "caption": i.caption} for i in request.images])
@@ -121,14 +115,10 @@ async def begin_chat_turn(state: PipelineState, runtime: Runtime[RunContext]) ->
     question = _open_question(state.get("messages", []))
     _open_driverless_turn(turn, context, question.text if question is not None else "")
     if question is None:
-        message = 'invalid input: {"messages": [...]} must end with the user\'s question (a human message)'
-        events.emit(context, events.error(turn, message, code=ErrorKind.INVALID_INPUT.value))
-        return {"turn": turn, **PER_TURN_RESET, "error": PipelineError(ErrorKind.INVALID_INPUT, message)}
-    started = await _settled({"query": question.text}, turn, context)
-    if "error" in started:
-        return started
+        _invalid(turn, context, 'invalid input: {"messages": [...]} must end with the user\'s question (a human message)')
+    request = await _settled({"query": question.text}, turn, context)
     marked = thread_messages.with_fields(question, **{thread_messages.REQUEST_ID: turn.request_id})
-    return {"request": started["request"], "turn": turn, **turn_resets(state), "plain_reply": True, "messages": [marked]}
+    return {"request": request, "turn": turn, **turn_resets(state), "plain_reply": True, "messages": [marked]}
 
 
 def _query_of(request: PipelineRequest | dict[str, Any] | None) -> str:
@@ -150,16 +140,16 @@ def _open_question(messages: list[AnyMessage]) -> HumanMessage | None:
     return None
 
 
-async def _settled(request: PipelineRequest | dict[str, Any], turn: TurnIds, context: RunContext) -> dict[str, Any]:
-    """{"request": the turn's request}, or the update that ends the turn with its error."""
+async def _settled(request: PipelineRequest | dict[str, Any], turn: TurnIds, context: RunContext) -> PipelineRequest:
+    """The turn's request; an invalid or refused one ends the turn (TurnFailed)."""
     try:
         settled = await _with_kb_ids(effective_request(request, context.agent), context)
     except ValidationError as exc:
-        return _invalid(turn, context, exc)
+        _invalid_request(turn, context, exc)
     refusal = _first_refusal(settled)
     if refusal is not None:
-        return _refused(turn, context, refusal)
-    return {"request": settled}
+        _refused(turn, context, refusal)
+    return settled
 
 
 def turn_resets(state: PipelineState) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from ragline import defaults
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
+from ragline.graph.events import ProgressWindow
 from ragline.graph.request import PipelineRequest
 from ragline.graph.state import (
     ErrorKind,
@@ -72,6 +73,5 @@ async def chunk_search(state: PipelineState, runtime: Runtime[RunContext]) -> di
             web.cancel()
             # a missing or forbidden knowledge base means a wrong request; anything else, a failing store
             kind = ErrorKind.INVALID_INPUT if isinstance(exc, _REQUEST_ERRORS) else ErrorKind.RETRIEVAL
-            events.emit(context, events.error(state["turn"], str(exc), code=kind.value))
-            return {"error": PipelineError(kind, str(exc))}
+            events.fail_turn(context, state["turn"], PipelineError(kind, str(exc)), card=ProgressWindow.KNOWLEDGE_SEARCH)
     return {"search_results": merge_search_results(results, await web)}

@@ -43,6 +43,7 @@ from ragline.citations.plain import plain_text
 from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnFailed
 from ragline.retrieval.passages import QUERY_LIMIT, search_passages
 from ragline.retrieval.types import SearchResult
 from ragline.services import Services
@@ -112,7 +113,10 @@ def ragline_tool(services: Services, *, knowledge_bases: Sequence[str] = (), nam
 
     async def ask(query: str, config: RunnableConfig) -> tuple[str, dict[str, Any]]:
         request = template.model_copy(update={"query": query})
-        state = await graph.ainvoke({"request": request}, config, context=RunContext(tenant_id=tenant_id, host=RunHost(services=services)))
+        try:
+            state = await graph.ainvoke({"request": request}, config, context=RunContext(tenant_id=tenant_id, host=RunHost(services=services)))
+        except TurnFailed as failed:  # a refused question, an unknown knowledge base, a failing store: the model is told
+            state = {"error": failed.error}
         return tool_answer(state)
 
     return StructuredTool.from_function(

@@ -40,6 +40,7 @@ from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import as_json
 from ragline.graph.input_check import validate_input
 from ragline.graph.request import AgentConfig, PipelineRequest
+from ragline.graph.state import TurnFailed
 from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.logs import bind_log_ids
 from ragline.service import threads
@@ -220,7 +221,9 @@ class RunManager:
                         await run.stage_events.delivered()
                 # paused for the user's approval (agent mode): resumed with the decisions, or left stopped
                 graph_input = await self._approvals(run) if run.driver.interrupts and run.driver.failure is None else NOTHING_TO_RUN
-                if run.driver.failure is not None:
+                if isinstance(run.driver.failure, TurnFailed):  # a refused request, a failed search: its event said it
+                    log.info("run %s ended: %s", record.message_id, run.driver.failure)
+                elif run.driver.failure is not None:
                     log.error("run %s failed", record.message_id, exc_info=run.driver.failure)
                 run.ended = run.driver.failure is None and not run.cancelled
         except asyncio.CancelledError:

@@ -3,9 +3,10 @@
 
 Each pipeline is the seed's list of stages (types.NewPipelineBuilder: Add and AddIf), each stage
 its plugin chain as node names. `allowed_edges` plays every turn the list allows (each AddIf
-condition true and false, the intent needing retrieval or not, the turn refused, the search
-finding something, nothing, or failing) and records every step from one node to the next,
-with the progress cards opened before their first stage and closed after their last.
+condition true and false, the intent needing retrieval or not, the search finding something or
+nothing) and records every step from one node to the next, with the progress cards opened before
+their first stage and closed after their last. A refused turn or a failed search takes no step:
+the stage raises (TurnFailed), so no edge exists for it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class Stage:
     chain: tuple[str | tuple[str, ...], ...]  # node names in order; a tuple of names runs side by side
     conditions: frozenset[str] = frozenset()  # AddIf (and NeedsRetrieval): runs only when all hold
     card: str = ""  # the progress card it is shown under
-    searches: bool = False  # may find nothing (the fallback answer) or fail (the turn ends)
+    searches: bool = False  # may find nothing (the fallback answer)
 
     def when(self, *conditions: str) -> Stage:
         return Stage(self.chain, self.conditions | set(conditions), self.card, self.searches)
@@ -61,14 +62,12 @@ PIPELINES: dict[str, tuple[Stage, ...]] = {
     "chat_stream": (CHAT_COMPLETION_STREAM,),
     "chat": (CHAT_COMPLETION,),
 }
-OUTCOMES = ("refused", "found", "nothing", "failed")
+OUTCOMES = ("found", "nothing")
 
 
 def _turn(stages: tuple[Stage, ...], holds: set[str], outcome: str) -> list[str | tuple[str, ...]]:
     """The nodes one turn passes, in order (a tuple: nodes running side by side)."""
     path: list[str | tuple[str, ...]] = [START, "begin_turn"]
-    if outcome == "refused":
-        return [*path, END]
     card = ""
     for stage in stages:
         if not stage.conditions <= holds:
@@ -78,8 +77,8 @@ def _turn(stages: tuple[Stage, ...], holds: set[str], outcome: str) -> list[str 
             path += [f"open_{stage.card}"] if stage.card else []
             card = stage.card
         path += stage.chain
-        if stage.searches and outcome in ("nothing", "failed"):
-            return [*path, f"close_{card}", FALLBACK if outcome == "nothing" else END, *([END] if outcome == "nothing" else [])]
+        if stage.searches and outcome == "nothing":
+            return [*path, f"close_{card}", FALLBACK, END]
     return [*path, *([f"close_{card}"] if card else []), END]
 
 

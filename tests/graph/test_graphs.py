@@ -9,7 +9,7 @@ from ragline.graph.context import RunContext, RunHost
 from ragline.graph.events import ResponseType
 from ragline.graph.graphs import PRESETS, build_graph
 from ragline.graph.request import PipelineRequest
-from ragline.graph.state import ErrorKind
+from ragline.graph.state import ErrorKind, TurnFailed
 from ragline.graph.turn import stream_turn
 from ragline.retrieval.types import SearchResult
 from ragline.services import Services
@@ -139,8 +139,10 @@ async def test_plain_json_request_is_validated_when_the_turn_begins(scripted_mod
 async def test_invalid_request_ends_the_turn_with_a_clear_error(scripted_model):
     received = []
     graph = build_graph("chat_stream", checkpointer=memory_saver())
-    result = await graph.ainvoke({"request": {"query": "hi", "rerank_top_k": 0}}, {"configurable": {"thread_id": "k"}}, context=RunContext(host=RunHost(event_sink=received.append, services=Services())))
-    assert result["error"].kind == ErrorKind.INVALID_INPUT and "rerank_top_k" in result["error"].message
+    with pytest.raises(TurnFailed) as failed:
+        await graph.ainvoke({"request": {"query": "hi", "rerank_top_k": 0}}, {"configurable": {"thread_id": "k"}},
+                            context=RunContext(host=RunHost(event_sink=received.append, services=Services())))
+    assert failed.value.error.kind == ErrorKind.INVALID_INPUT and "rerank_top_k" in failed.value.error.message
     # no turn driver around this run (its context has no ids): the graph frames the turn itself
     assert [e.response_type for e in received] == [ResponseType.AGENT_QUERY, ResponseType.ERROR, ResponseType.COMPLETE]
     assert scripted_model.requests == []

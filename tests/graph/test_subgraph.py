@@ -3,12 +3,14 @@
 import operator
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langgraph.graph import END, START, StateGraph
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.graph.request import PipelineRequest
+from ragline.graph.state import TurnFailed
 from ragline.services import Services
 from tests.scripted_model import Reply
 
@@ -79,7 +81,10 @@ async def test_a_turn_without_a_session_id_belongs_to_its_thread(scripted_model)
 
 
 async def test_the_request_form_without_a_request_is_refused_in_words(scripted_model):
-    chunks = [c async for c in build_graph("ragline", services=Services()).astream({"messages": [("user", "hi")]}, stream_mode="custom")]
+    chunks = []
+    with pytest.raises(TurnFailed):
+        async for chunk in build_graph("ragline", services=Services()).astream({"messages": [("user", "hi")]}, stream_mode="custom"):
+            chunks.append(chunk)
     errors = [c for c in chunks if c["response_type"] == "error"]
     assert errors and "ragline_chat" in errors[0]["content"] and errors[0]["data"]["code"] == "invalid_input"
 

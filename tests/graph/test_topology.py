@@ -54,9 +54,11 @@ def test_the_ragline_graph_shows_its_cards_as_subgraphs():
     assert {"query_understand:extract_entity", "knowledge_search:rerank", "knowledge_search:open_knowledge_search"} <= inside
 
 
-def test_no_stage_ends_a_turn_only_for_a_stop():
-    enders = {edge.source for edge in build_graph("ragline").get_graph().edges if edge.target == END}
-    assert enders == {"begin_turn", "knowledge_search", "chat_completion_stream", "fallback"}  # refused, search failed, answered
+@pytest.mark.parametrize("name", GRAPH_NAMES)
+def test_only_an_answer_ends_a_turn_in_the_picture(name):
+    """A stop cancels the run and an error raises (TurnFailed): no edge to the end exists for either."""
+    enders = {edge.source for edge in build_graph(name).get_graph().edges if edge.target == END}
+    assert enders <= {"chat_completion_stream", "chat_completion", "fallback"}
 
 
 def test_the_rerank_chain_and_the_parallel_search_are_plain_edges():

@@ -1,6 +1,8 @@
+import pytest
+
 from ragline.graph.context import RunContext, RunHost
 from ragline.graph.request import PipelineRequest, SearchTarget
-from ragline.graph.state import ErrorKind, TurnIds
+from ragline.graph.state import ErrorKind, TurnFailed, TurnIds
 from ragline.ingestion.service import TextDocument
 from ragline.nodes.chunk_search import chunk_search
 from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel
@@ -46,8 +48,9 @@ async def test_whole_base_search_respects_thresholds_but_scoped_targets_turn_the
 async def test_another_tenants_knowledge_base_is_refused(stack, ingestion, services):
     kb, _ = await _kb_with_two_documents(stack, ingestion)
     state = {"request": PipelineRequest(query="battery", knowledge_base_ids=[kb.id]), "turn": TURN, "search_targets": [SearchTarget(knowledge_base_id=kb.id)]}
-    update = await chunk_search(state, _Runtime(services, tenant="intruder"))
-    assert update["error"].kind == ErrorKind.INVALID_INPUT
+    with pytest.raises(TurnFailed) as refused:
+        await chunk_search(state, _Runtime(services, tenant="intruder"))
+    assert refused.value.error.kind == ErrorKind.INVALID_INPUT
 
 
 async def test_both_branches_empty_is_search_nothing():
