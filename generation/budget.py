@@ -36,6 +36,15 @@ def _cut(result: SearchResult, tokens: int, budget: int) -> SearchResult:
                                      "metadata": {**result.metadata, "cut_to_budget": True}})
 
 
+def close_to_best(result: SearchResult, best: float | None) -> bool:
+    """Whether the passage's gate evidence is at least CONTEXT_CLOSE_SHARE of the best hit's (true
+    when the gate gave no scores: nothing to compare)."""
+    relevance = result.metadata.get("relevance")
+    if best is None or not isinstance(relevance, int | float):
+        return True
+    return relevance >= defaults.CONTEXT_CLOSE_SHARE * best
+
+
 def needed_beyond_budget(result: SearchResult, kept: list[SearchResult], *, joins_facts: bool) -> bool:
     """A passage past the plain budget that the question still needs: one whose own evidence
     passed the relevance gate's full bar (close to the first's, not just half of it), or, for a
@@ -75,10 +84,13 @@ def _choose(results: list[SearchResult], sizes: list[int], budget: int, *,
     kept: list[tuple[int, SearchResult]] = []
     used, full = 0, False
     stretched = budget * defaults.CONTEXT_BUDGET_STRETCH
+    best = max((r for result in results if isinstance(r := result.metadata.get("relevance"), int | float)), default=None)
     for index, (result, size) in enumerate(zip(results, sizes, strict=True)):
         if not kept and size > budget:
             kept.append((index, _cut(result, size, budget)))
             used, full = budget, True
+        elif kept and not joins_facts and not close_to_best(result, best):
+            continue  # evidence far below the best's: seconds of prefill for a passage the question does not need
         elif not full and used + size <= budget:
             kept.append((index, result))
             used += size

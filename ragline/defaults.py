@@ -275,6 +275,7 @@ MEMORY_SCAN_LIMIT = 10_000  # memories read per caller for ranking; far above wh
 
 # --- local model (llama.cpp) ---
 LOCAL_CONTEXT_TOKEN_BUDGET = 250  # passage tokens per answer of the local model: ~1 paragraph; XQuAD F1 by budget (60 q): 180 0.52, 250 0.54, 320 0.48, 400 0.45, none 0.43
+CONTEXT_CLOSE_SHARE = 0.5  # past the first passage, one whose gate evidence is under half the best's stays out (unless the question joins facts)
 CONTEXT_BUDGET_STRETCH = 2.4  # ...up to 600 tokens for the passages a question needs beyond that paragraph (generation/budget.py)
 ANSWER_TEMPERATURE = 0.3  # seed: the answer's sampling temperature when the request sets none
 LOCAL_ANSWER_MAX_TOKENS = 512  # a local answer's cap when the request sets none: greedy loops ran to the 4k context

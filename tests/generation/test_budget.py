@@ -44,6 +44,22 @@ async def test_a_passage_that_passed_the_full_relevance_bar_stretches_the_budget
     assert [r.id for r in await fit_budget([first, too_long], 10, words)] == ["a"]  # 8 + 17 > 2.4 x 10
 
 
+async def test_within_the_budget_a_passage_far_below_the_best_evidence_stays_out():
+    """The sample's pairing question: setup (0.94), warranty (0.82), troubleshooting (0.40) all fit
+    250 tokens; the last is a second of prefill for nothing. Red with CONTEXT_CLOSE_SHARE at 0.4."""
+    setup = hit("setup", content=_words(3), metadata={"relevance": 0.94})
+    warranty = hit("warranty", content=_words(3), metadata={"relevance": 0.82})
+    troubleshooting = hit("troubleshooting", content=_words(3), metadata={"relevance": 0.40})
+    closer = hit("closer", content=_words(3), metadata={"relevance": 0.48})
+    assert [r.id for r in await fit_budget([setup, warranty, troubleshooting, closer], 20, words)] == ["setup", "warranty", "closer"]
+    assert defaults.CONTEXT_CLOSE_SHARE == 0.5
+    # a question joining facts keeps its weak hops; without gate scores there is nothing to compare
+    joined = await fit_budget([setup, warranty, troubleshooting], 20, words, joins_facts=True)
+    assert [r.id for r in joined] == ["setup", "warranty", "troubleshooting"]
+    plain = [hit(i, content=_words(3)) for i in "abc"]
+    assert [r.id for r in await fit_budget(plain, 20, words)] == ["a", "b", "c"]
+
+
 async def test_a_question_joining_facts_gets_a_passage_of_another_document_past_the_budget():
     first = hit("a", content=_words(8), knowledge_id="doc1")
     same_doc = hit("b", content=_words(8), knowledge_id="doc1")
