@@ -6,8 +6,12 @@ on XQuAD its token F1 was 0.54 with 250 tokens, 0.48 with 320, 0.45 with 400 and
 five passages (60 questions, ragline eval --answers). Passages are taken in rank order while they fit the budget; the first
 one always goes in, cut to the budget if it alone is larger. One paragraph is too little for a
 question that joins facts (multi-hop: each hop is another passage) and for a second passage as
-good as the first, so those may stretch the budget (needed_beyond_budget). Remote models have no
-budget unless one is configured: their prefill is fast and their windows are large.
+good as the first, so those may stretch the budget (needed_beyond_budget). Within the budget, a
+passage whose gate evidence is far below the best's is not worth its prefill (close_to_best): the
+sample's first-turn prompt p50 went from 322 to 259 tokens and its first token from 2.6 s to 2.2 s
+(benchmarks/answer_latency.py), with XQuAD F1 0.744 and CMRC 0.621 as before and MuSiQue 0.189 to
+0.185 (its multi-hop questions join facts: their weak hops stay). Remote models have no budget
+unless one is configured: their prefill is fast and their windows are large.
 """
 
 from __future__ import annotations
