@@ -192,7 +192,7 @@ class DoorTurn:
     footnotes: bool = False
     seen: Seen = field(default_factory=Seen)
     _plain: PlainText = field(init=False)
-    _answer_raw: int = 0  # characters of the tagged answer already turned into text
+    _answer_raw: str = ""  # the tagged answer already turned into text
     _reasoning_sent: int = 0
     error_code: str | None = None  # the `code` of the turn's error event
 
@@ -217,13 +217,20 @@ class DoorTurn:
                 yield delta
 
     def _take(self) -> Delta:
-        """What the transcript gained since the last read. A `replace` (a run resumed on another replica)
-        that only extends what was sent goes on from there; text already sent cannot be taken back."""
+        """What the transcript gained since the last read. A `replace` that extends what was sent (a
+        run resumed on another replica) goes on from there. One that changes it (grounding, a
+        generation redone) cannot take back what a streaming client shows: the whole new answer
+        follows after a blank line, and it alone is the turn's text (`text`, the non-streamed reply)."""
         transcript = self.seen.transcript
         delta = Delta()
-        if len(transcript.answer) > self._answer_raw:
-            delta.content = self._plain.feed(transcript.answer[self._answer_raw :])[0]
-            self._answer_raw = len(transcript.answer)
+        answer = transcript.answer
+        if answer != self._answer_raw:
+            if answer.startswith(self._answer_raw):
+                delta.content = self._plain.feed(answer[len(self._answer_raw) :])[0]
+            else:
+                self._plain = PlainText(footnotes=self.footnotes)
+                delta.content = "\n\n" + self._plain.feed(answer)[0]
+            self._answer_raw = answer
         if len(transcript.thinking) > self._reasoning_sent:
             delta.reasoning = transcript.thinking[self._reasoning_sent :]
             self._reasoning_sent = len(transcript.thinking)

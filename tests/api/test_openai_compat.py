@@ -99,6 +99,24 @@ async def test_a_whole_answer_has_its_references_on_the_message_and_no_tags(kett
     assert answer.model_extra["ragline"]["session_id"]
 
 
+MADE_UP = "The Cascadia kettle costs 150 dollars in most shops."
+
+
+async def test_an_answer_grounding_replaces_is_the_whole_reply_and_follows_a_stream(kettle, acme, scripted_model):
+    """Grounding turns a made-up price into "not found" after the answer ended (a `replace`). The
+    whole reply is the replacement alone; a stream cannot take back what it sent, so the replacement
+    follows it after a blank line (before, the reply was the old text's length cut from the new)."""
+    scripted_model.on(lambda body: True, Reply.text(MADE_UP))
+    question = [{"role": "user", "content": "What does the Cascadia kettle cost?"}]
+    whole = await acme.chat.completions.create(model=f"ragline/kb/{kettle['kb']}", messages=question, extra_body=NO_REWRITE)
+    assert whole.choices[0].message.content.startswith("Sorry, I could not find anything about this in the knowledge base.")
+    stream = await acme.chat.completions.create(model=f"ragline/kb/{kettle['kb']}", messages=question, stream=True, extra_body=NO_REWRITE)
+    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    # what was sent stays (its last characters may come in the same read as the replace, and go unsent)
+    sent, _, rest = text.partition("\n\n")
+    assert MADE_UP.startswith(sent) and len(sent) > 20 and rest == whole.choices[0].message.content
+
+
 async def test_a_second_turn_of_the_conversation_sees_the_first(acme, scripted_model):
     scripted_model.on(lambda body: not body.get("stream"), Reply.text("no rewrite"))  # turn 2's rewrite keeps the question
     scripted_model.on(lambda body: "favourite colour" in last_user_text(body), Reply.text("Noted: teal."))
