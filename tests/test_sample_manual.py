@@ -98,28 +98,15 @@ def monkeypatch_module():
         get_settings.cache_clear()
 
 
-# Wrong today (issue 30), each for a reason named here: strict, so a fix turns its case red until
-# the mark is removed. The dashes answer is a true sentence of the manual, cited rightly, that is
-# not the cause asked for.
-KNOWN_WRONG = {
-    "dashes": "the 1.5B model, given the whole troubleshooting section, names its last sentence (cold weather drains "
-              "batteries) as the cause instead of its first (the console lost the radio link); a borderline greedy "
-              "answer that flipped with the prompt cache's state after the questions before it (also wrong at e709b22 "
-              "when asked alone)",
-}
 # Right only through grounding (citations/grounding.py): the 1.5B model answers "Yes, batteries are
 # covered" (and 电池在保修范围内) after reading that they are not, and invents a price; the answers
-# kept are the manual's own sentence, quoted, and "not found".
+# kept are the manual's own sentence, quoted, and "not found". "dashes" is right through the system
+# prompt's heading rule: before it, the model named the section's last sentence (cold weather
+# drains batteries) as the cause instead of the first under the heading (the radio link is lost).
 GROUNDED = ("batteries-covered", "zh-batteries", "not-in-manual")
 
 
-# A borderline greedy answer that flips with the prompt cache's state: right in one run, wrong in
-# the next on the same commit, so neither outcome may fail the suite.
-FLIPS = {"dashes"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_WRONG[name], strict=name not in FLIPS))
-                                  if name in KNOWN_WRONG else name for name in CHECKS])
+@pytest.mark.parametrize("name", CHECKS)
 def test_the_local_model_answers_the_sample_manual_right(answers, name):
     from ragline.generation.scoring import strip_tags
 
