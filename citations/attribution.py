@@ -124,7 +124,7 @@ class Attributor:
         self._question = question
         self._tokens: list[frozenset[str]] | None = None
         self._embedder = embedder
-        self._tag_for = tag_for
+        self.tag_for = tag_for  # the attributed tag of one of this answer's passages (grounding quotes with it too)
         self._vectors: np.ndarray | None = None
         self._numbers: frozenset[float] = frozenset()
         self._failed = False
@@ -235,16 +235,12 @@ class Attributor:
         verdict = await self.verdict(sentence)
         tags = ""
         if verdict.aliases:
-            tags = "".join(self._tag_for(alias) for alias in verdict.aliases)
+            tags = "".join(self.tag_for(alias) for alias in verdict.aliases)
         elif verdict.judged and not claims_nothing(sentence):
             tags = UNSUPPORTED_MARK
         if verdict.judged:
             self.judgements.append(Judgement(sentence, tags, verdict))
         return tags
-
-    def tag_for(self, alias: str) -> str:
-        """The attributed tag of one of this answer's passages."""
-        return self._tag_for(alias)
 
     async def _similarities(self, sentence: str) -> list[float] | None:
         """Cosine of the sentence with every passage; None (and no more attempts) if the embedder fails."""

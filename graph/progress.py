@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from ragline.graph import events
 from ragline.graph.context import RunContext, context_of
 from ragline.graph.events import ProgressWindow
-from ragline.graph.state import ErrorKind, PipelineState
+from ragline.graph.state import PipelineState
 
 WindowNode = Callable[..., Awaitable[dict[str, Any]]]  # a node of any card's graph
 
@@ -43,11 +43,10 @@ def open_window(window: ProgressWindow) -> WindowNode:
 
 def close_window(window: ProgressWindow, result_keys: tuple[str, ...]) -> WindowNode:
     async def node(state: PipelineState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        error = state.get("error")
-        success = error is None or error.kind == ErrorKind.SEARCH_NOTHING  # nothing found is an outcome, not a failure
+        error = state.get("error")  # only "nothing found" reaches here, an outcome: a failing stage closed the card itself
         output = {key: state[key] for key in result_keys if key in state}  # type: ignore[literal-required]
         message = error.message if error is not None else None
-        events.emit(context_of(runtime), events.tool_result(state["turn"], window, success=success, output=output, error=message))
+        events.emit(context_of(runtime), events.tool_result(state["turn"], window, success=True, output=output, error=message))
         return {}
 
     node.__name__ = close_name(window)
