@@ -13,12 +13,29 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from ragline.api import assistants, chat, dify, health, images, jobs, knowledge, memories, messages, metrics, openai_compat, page, sessions, wiki
+from ragline.api import (
+    assistants,
+    chat,
+    dify,
+    health,
+    images,
+    jobs,
+    knowledge,
+    mcp_oauth,
+    memories,
+    messages,
+    metrics,
+    openai_compat,
+    page,
+    sessions,
+    wiki,
+)
 from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, handle_error
 from ragline.api.guards import KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
 from ragline.api.host import open_host
 from ragline.graph import tracing
+from ragline.mcp_client.oauth import CALLBACK_PATH
 from ragline.service.key_limits import open_limiter
 from ragline.services import Services
 from ragline.settings import Settings, get_settings
@@ -48,6 +65,7 @@ ROUTES = [
     Route(A, assistants.get_assistant, methods=["GET"]),
     Route(A, assistants.update_assistant, methods=["PATCH"]),
     Route(A, assistants.delete_assistant, methods=["DELETE"]),
+    Route(CALLBACK_PATH, mcp_oauth.callback, methods=["GET"]),  # the browser's return from an MCP server's authorization
     # answers
     Route(f"{S}/knowledge-chat", chat.knowledge_chat, methods=["POST"]),
     Route(f"{S}/chat", chat.chat, methods=["POST"]),

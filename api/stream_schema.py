@@ -42,8 +42,12 @@ RESPONSE_TYPES: dict[ResponseType, str] = {
                                          ".../sessions/{id}/approvals. The run waits for agent_approval_timeout_s, then denies it.",
     ResponseType.TOOL_APPROVAL_RESOLVED: "Agent mode: the call data.tool_call_id was approved (it runs now) or denied (data.approved, "
                                          "data.reason); a denied call's tool_result is a failure with that reason.",
-    ResponseType.MCP_OAUTH_REQUIRED: f"An MCP server asks the user to sign in (the seed's protocol). {_NOT_SENT}",
-    ResponseType.MCP_OAUTH_RESOLVED: f"The MCP sign-in finished (the seed's protocol). {_NOT_SENT}",
+    ResponseType.MCP_OAUTH_REQUIRED: "Agent mode: an MCP server the assistant names (marked oauth in agent_mcp_servers) needs the "
+                                     "user's authorization first (data.server, data.authorization_url: the user opens it). The "
+                                     "turn waits until the browser comes back to .../mcp/oauth/callback, at most "
+                                     "agent_approval_timeout_s; done=true.",
+    ResponseType.MCP_OAUTH_RESOLVED: "Agent mode: the user granted access to data.server (its tools are offered now) or did not "
+                                     "(data.authorized, data.reason: the turn goes on without them); done=true.",
     ResponseType.MEMORY_RECALLED: "The caller's long-term memories recalled for this turn (data.memories), so a client can show them.",
     ResponseType.ARTIFACTS_PENDING: f"Files an agent made are being prepared (the seed's protocol). {_NOT_SENT}",
     ResponseType.USER_MESSAGE_INJECTED: "Agent mode took in a message the user sent while it worked (POST .../sessions/{id}/inject); "

@@ -3,11 +3,13 @@
 The seed's ReAct agent (agent_system_prompt.yaml, AgentStreamHandler) as a LangGraph graph of its
 own, on the pipeline's services container (reached through RunContext.host.services), state and turn:
 
-    begin_turn -> model -> ([approval ->] tools -> compact -> model)* -> answer
+    begin_turn -> model -> ([authorize -> model] | [approval ->] tools -> compact -> model)* -> answer
 
 - `model` calls the chat model with the conversation so far and the tools the assistant allows.
   Its text streams as `answer` deltas of the round's segment; when the reply asks for tools, that
   text was an introduction: a `thought` marks the segment superseded (the seed's answerSegments).
+- `authorize` (graph/mcp_oauth.py): an MCP server that needs the user's authorization first
+  pauses the turn before the model is asked (mcp_oauth_required, an interrupt; resolved on resume).
 - `approval` (graph/approval.py): calls to tools the assistant marks as needing approval wait for
   the user's decision (tool_approval_required, an interrupt; resolved on resume).
 - `tools` runs each call (nodes/tools/): `tool_call`, then `tool_result` with success true, or
@@ -47,7 +49,9 @@ from ragline.graph.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentSta
 from ragline.graph.approval import announce, approval
 from ragline.graph.binding import HostDefaults
 from ragline.graph.context import RunContext, context_of
+from ragline.graph.mcp_oauth import ask, authorize, user_of
 from ragline.graph.state import ChatResponse
+from ragline.mcp_client.oauth import AuthorizationRequired
 from ragline.models.chat import ChatClient, ChatModelError, StreamEnd
 from ragline.models.tool_calls import ToolCallRequest
 from ragline.nodes.begin_turn import begin_turn
@@ -89,12 +93,16 @@ def turn_registry(state: AgentState) -> Registry:
     return registry
 
 
-async def offered_tools(context: RunContext, services: Services) -> list[AgentTool]:
+async def offered_tools(context: RunContext, services: Services, declined: list[str] | None = None,
+                        ) -> tuple[list[AgentTool], list[AuthorizationRequired]]:
     """The tools of this turn: Ragline's that its assistant allows (DEFAULT_TOOLS when it names
-    none), then those of the MCP servers it names."""
+    none), then those of the MCP servers it names (but the `declined`); and the servers that
+    first need the user's authorization."""
     allowed = context.agent_tools or DEFAULT_TOOLS
     own = [tool for name, tool in TOOLS.items() if name in allowed]
-    return own + await mcp_tools(services, context.agent_mcp_servers, context.tenant_id)
+    servers = [server for server in context.agent_mcp_servers if server not in (declined or [])]
+    remote, unauthorized = await mcp_tools(services, servers, user_of(context))
+    return own + remote, unauthorized
 
 
 def _history(state: AgentState) -> list[dict[str, Any]]:
@@ -215,13 +223,18 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
 
     Sends the system prompt with the citation protocol, the earlier rounds, the question and this
     turn's tool rounds; offers the assistant's tools unless a limit is reached, in which case a
-    `reflection` says which and the model is told to answer with what it has.
+    `reflection` says which and the model is told to answer with what it has. When an MCP server
+    of the turn needs the user's authorization first, asks for it instead (graph/mcp_oauth.py).
     """
     context, services = context_of(runtime), services_of(runtime)
     request, turn = state["request"], state["turn"]
     client = services.chat(request.chat_model)
     registry = turn_registry(state)
     limit, value = _limit_reached(state, services.settings)
+    offered, unauthorized = ([], []) if limit else await offered_tools(context, services, state.get("oauth_declined"))
+    asking = ask(turn, unauthorized, state, context)
+    if asking:
+        return asking
     injected = await _injected(state, context)
     messages = _prompt(state, registry) + await _images_message(state, services, registry) + injected["conversation"]
     update: dict[str, Any] = dict(injected)
@@ -231,7 +244,7 @@ async def model(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
             events.emit(context, events.reflection(turn, note + " Answering with what was found.", data={"limit": limit, "value": value}))
             update["limit"] = limit
         messages.append({"role": "user", "content": note + ANSWER_NOW})
-    tools = None if limit else [tool.schema() for tool in await offered_tools(context, services)] or None
+    tools = None if limit else [tool.schema() for tool in offered] or None
     try:
         raw, shown, thinking, end, stopped = await _stream_round(client, messages, tools, state, registry, context)
     except ChatModelError as exc:
@@ -259,9 +272,9 @@ async def tools(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, An
     context, services = context_of(runtime), services_of(runtime)
     request, turn = state["request"], state["turn"]
     registry = turn_registry(state)
-    offered = {tool.name: tool for tool in await offered_tools(context, services)}
+    offered = {tool.name: tool for tool in (await offered_tools(context, services, state.get("oauth_declined")))[0]}
     budget = services.settings.agent_max_tool_calls - state.get("tool_calls_made", 0)
-    tool_context = ToolContext(services, context.tenant_id, tuple(request.knowledge_base_ids), registry)
+    tool_context = ToolContext(services, context.tenant_id, tuple(request.knowledge_base_ids), registry, context.user_id)
     answered: list[dict[str, Any]] = []
     given: list[SourceChunk] = []
     images: list[dict[str, str]] = []
@@ -350,9 +363,11 @@ def after_begin(state: AgentState) -> Literal["model", "__end__"]:
     return "__end__" if state.get("error") is not None else "model"
 
 
-def after_model(state: AgentState) -> Literal["approval", "tools", "answer"]:
-    """Tool calls go to `tools`, through `approval` when one waits for the user; a reply without any
-    (or a failed call) goes to `answer`."""
+def after_model(state: AgentState) -> Literal["authorize", "approval", "tools", "answer"]:
+    """An MCP server to authorize first goes to `authorize`; tool calls go to `tools`, through
+    `approval` when one waits for the user; a reply without any (or a failed call) goes to `answer`."""
+    if state.get("awaiting_authorization") and state.get("error") is None:
+        return "authorize"
     if not state.get("pending_calls") or state.get("error") is not None:
         return "answer"
     return "approval" if state.get("awaiting_approval") else "tools"
@@ -373,6 +388,7 @@ def build_agent_graph(*, checkpointer: Any = None, services: Services | None = N
     graph = StateGraph(AgentState, context_schema=RunContext)
     graph.add_node("begin_turn", bound(begin))
     graph.add_node("model", bound(model))
+    graph.add_node("authorize", bound(authorize))
     graph.add_node("approval", bound(approval))
     graph.add_node("tools", bound(tools))
     graph.add_node("compact", bound(compact))
@@ -380,6 +396,7 @@ def build_agent_graph(*, checkpointer: Any = None, services: Services | None = N
     graph.add_edge(START, "begin_turn")
     graph.add_conditional_edges("begin_turn", after_begin)
     graph.add_conditional_edges("model", after_model)
+    graph.add_edge("authorize", "model")
     graph.add_edge("approval", "tools")
     graph.add_edge("tools", "compact")
     graph.add_edge("compact", "model")

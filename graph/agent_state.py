@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from ragline.graph.state import PipelineState
 
 AGENT_RESETS: dict[str, Any] = {"rounds": 0, "tool_calls_made": 0, "pending_calls": [], "awaiting_approval": [], "denied": {},
+                                "awaiting_authorization": [], "oauth_asked": [], "oauth_declined": [],
                                 "limit": "", "answer_text": "", "answer_thinking": "", "finish_reason": None}
 AGENT_ACCUMULATING = ("conversation", "sources", "tool_images")
 
@@ -26,6 +27,9 @@ class AgentState(PipelineState, total=False):
     pending_calls: list[dict[str, Any]]  # the last reply's tool calls, still to run (ToolCallRequest as JSON)
     awaiting_approval: list[str]  # ids of those calls that wait for the user's approval (graph/approval.py)
     denied: dict[str, str]  # ids of calls the user denied, with the reason given: answered with it, never run
+    awaiting_authorization: list[dict[str, str]]  # MCP servers whose authorization the turn waits for: {"server", "authorization_url"}
+    oauth_asked: list[str]  # MCP servers this turn asked the user to authorize (never asked twice in a turn)
+    oauth_declined: list[str]  # of those, the ones left unauthorized: their tools are not offered this turn
     rounds: int  # model replies that asked for tools
     tool_calls_made: int  # tool calls answered, every round together
     limit: str  # "" or the limit reached ("max_rounds", "max_tool_calls"): the model answers without tools

@@ -139,6 +139,19 @@ def tool_approval_resolved(turn: TurnIds, call_id: str, name: str, *, approved: 
     return _base(turn, ResponseType.TOOL_APPROVAL_RESOLVED, content=f"{name} {'approved' if approved else 'denied'}", done=True, data=data)
 
 
+def mcp_oauth_required(turn: TurnIds, server: str, authorization_url: str) -> StreamResponse:
+    """Agent mode: an MCP server the assistant names needs the user's authorization; the turn waits
+    until the user has opened the link and granted (or refused) access."""
+    data = {"server": server, "authorization_url": authorization_url}
+    return _base(turn, ResponseType.MCP_OAUTH_REQUIRED, content=f"{server} needs your authorization", done=True, data=data)
+
+
+def mcp_oauth_resolved(turn: TurnIds, server: str, *, authorized: bool, reason: str = "") -> StreamResponse:
+    """Agent mode: the user granted access (the server's tools are offered now) or did not (the turn goes on without them)."""
+    data = {"server": server, "authorized": authorized, "reason": reason}
+    return _base(turn, ResponseType.MCP_OAUTH_RESOLVED, content=f"{server} {'authorized' if authorized else 'not authorized'}", done=True, data=data)
+
+
 def user_message_injected(turn: TurnIds, text: str) -> StreamResponse:
     """Agent mode took a message the user sent while it ran: the model reads it at this step."""
     return _base(turn, ResponseType.USER_MESSAGE_INJECTED, content=text, done=True)

@@ -3,7 +3,8 @@
 Each listing and each call opens its own session (streamable HTTP, or a stdio process started for
 it) and closes it: nothing stays open between the rounds of a turn, or between turns, and a server
 that restarts is simply found again. A server's tool list is reused for AGENT_MCP_TOOLS_TTL_S, so a
-turn's rounds do not list it each time. Every wait is bounded by the server's timeout_s, and every
+turn's rounds do not list it each time (per user for a server marked `oauth`, whose sessions carry
+the user's token: mcp_client/oauth.py; without one, AuthorizationRequired says where to get it). Every wait is bounded by the server's timeout_s, and every
 size the model reads (tools, their schemas, a result) by defaults.AGENT_MCP_*.
 """
 
@@ -25,6 +26,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ragline import defaults
 from ragline.mcp_client.names import qualified
+from ragline.mcp_client.oauth import AuthorizationRequired, McpUser, OAuthFlows
 from ragline.settings import McpServer
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what OpenAI-style function names allow
@@ -81,10 +83,12 @@ def _text_of(result: Any) -> str:
 class McpClient:
     """The allowed servers (settings agent_mcp_servers) and their cached tool lists."""
 
-    def __init__(self, servers: dict[str, McpServer], tools_ttl_s: float = defaults.AGENT_MCP_TOOLS_TTL_S) -> None:
+    def __init__(self, servers: dict[str, McpServer], tools_ttl_s: float = defaults.AGENT_MCP_TOOLS_TTL_S,
+                 oauth: OAuthFlows | None = None) -> None:
         self.servers = servers
         self.tools_ttl_s = tools_ttl_s
-        self._listed: dict[str, tuple[float, list[RemoteTool]]] = {}
+        self.oauth = oauth
+        self._listed: dict[tuple[str, McpUser | None], tuple[float, list[RemoteTool]]] = {}
 
     def allowed(self, name: str, tenant_id: str) -> bool:
         server = self.servers.get(name)
@@ -96,41 +100,68 @@ class McpClient:
             raise McpServerError(f"no MCP server {name!r} is configured (settings agent_mcp_servers)")
         return server
 
+    def needs_user(self, name: str) -> bool:
+        """Whether the server is reached with each user's own token (MCP OAuth)."""
+        server = self.servers.get(name)
+        return server is not None and server.oauth
+
     @asynccontextmanager
-    async def _session(self, name: str, server: McpServer) -> AsyncIterator[ClientSession]:
+    async def _session(self, name: str, server: McpServer, user: McpUser | None) -> AsyncIterator[ClientSession]:
         if server.transport == "stdio":
             transport = stdio_client(StdioServerParameters(command=server.command or "", args=server.args, env=server.env or None))
-        else:
-            http = create_mcp_http_client(headers=server.headers)
-            transport = streamable_http_client(server.url or "", http_client=http)
-        async with transport as (read, write), ClientSession(read, write, read_timeout_seconds=server.timeout_s) as session:
-            await session.initialize()
-            yield session
+            async with transport as (read, write), ClientSession(read, write, read_timeout_seconds=server.timeout_s) as session:
+                await session.initialize()
+                yield session
+            return
+        auth, raise_if_paused = None, None
+        if server.oauth:
+            if self.oauth is None or user is None:
+                raise McpServerError(f"MCP server {name!r} needs a user's authorization, and this host cannot ask for it")
+            auth, raise_if_paused = self.oauth.auth(name, server.url or "", user, server.oauth_scope)
+        http = create_mcp_http_client(headers=server.headers, auth=auth)
+        try:
+            async with (streamable_http_client(server.url or "", http_client=http) as (read, write),
+                        ClientSession(read, write, read_timeout_seconds=server.timeout_s) as session):
+                await session.initialize()
+                yield session
+        except Exception:
+            if raise_if_paused is not None:
+                await raise_if_paused()  # the user's authorization, not a failure of the server
+            raise
 
-    async def tools(self, name: str) -> list[RemoteTool]:
-        """The server's tools (at most AGENT_MCP_MAX_TOOLS), listed at most once per tools_ttl_s."""
-        listed = self._listed.get(name)
+    def _user(self, server: McpServer, user: McpUser | None) -> McpUser | None:
+        return user if server.oauth else None
+
+    async def tools(self, name: str, user: McpUser | None = None) -> list[RemoteTool]:
+        """The server's tools (at most AGENT_MCP_MAX_TOOLS), listed at most once per tools_ttl_s
+        (per user for an `oauth` server, which raises AuthorizationRequired until the user grants access)."""
+        server = self._server(name)
+        cache_key = (name, self._user(server, user))
+        listed = self._listed.get(cache_key)
         if listed is not None and time.monotonic() - listed[0] < self.tools_ttl_s:
             return listed[1]
-        server = self._server(name)
         try:
             with anyio.fail_after(server.timeout_s):
-                async with self._session(name, server) as session:
+                async with self._session(name, server, cache_key[1]) as session:
                     result = await session.list_tools()
+        except AuthorizationRequired:
+            raise
         except Exception as exc:
             raise McpServerError(f"MCP server {name!r} could not list its tools: {_reason(exc)}") from None
         found = [tool for tool in (_offerable(name, t) for t in result.tools) if tool is not None][: defaults.AGENT_MCP_MAX_TOOLS]
-        self._listed[name] = (time.monotonic(), found)
+        self._listed[cache_key] = (time.monotonic(), found)
         return found
 
-    async def call(self, name: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run one tool of the server; a failure to reach it raises McpServerError, a tool that
-        reports an error returns it (is_error)."""
+    async def call(self, name: str, tool: str, arguments: dict[str, Any], user: McpUser | None = None) -> ToolResult:
+        """Run one tool of the server; a failure to reach it raises McpServerError (AuthorizationRequired
+        when the user's access to an `oauth` server is gone), a tool that reports an error returns it (is_error)."""
         server = self._server(name)
         try:
             with anyio.fail_after(server.timeout_s):
-                async with self._session(name, server) as session:
+                async with self._session(name, server, self._user(server, user)) as session:
                     result = await session.call_tool(tool, arguments)
+        except AuthorizationRequired:
+            raise
         except TimeoutError:
             raise McpServerError(f"MCP server {name!r} did not answer {tool} within {server.timeout_s:g} s") from None
         except Exception as exc:

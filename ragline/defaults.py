@@ -319,6 +319,7 @@ AGENT_COMPACT_SHARE = 0.75  # past this share of that budget, the earlier tool r
 AGENT_APPROVAL_TIMEOUT_S = 600.0  # a tool call waiting for the user's approval is denied after this long without a decision
 AGENT_READ_CHUNKS_MAX = 20  # chunks read_chunks returns at once: a long document is read in pages, not whole
 AGENT_RESULT_SUMMARY_CHARS = 200  # of a tool's output shown in its tool_result event (the model reads all of it)
+AGENT_OAUTH_PENDING_TTL_S = 900.0  # an MCP authorization link works this long; a turn waits for it at most agent_approval_timeout_s
 AGENT_MCP_TIMEOUT_S = 30.0  # an MCP server's connect, tool listing or one call; slower is the call's error
 AGENT_MCP_TOOLS_TTL_S = 60.0  # how long a server's tool list is reused before it is listed again
 AGENT_MCP_MAX_TOOLS = 32  # tools taken from one server: each costs prompt tokens every round

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ragline.ingestion.image_chunks import ImageIndexer
     from ragline.ingestion.service import IngestionService
     from ragline.mcp_client.client import McpClient
+    from ragline.mcp_client.oauth import OAuthFlows
     from ragline.memory.service import MemoryService
     from ragline.models.chat import ChatClient
     from ragline.models.embeddings import Embedder
@@ -306,7 +307,27 @@ class Services:
         """The MCP servers agent-mode assistants may name (settings agent_mcp_servers), and their tool lists."""
         from ragline.mcp_client.client import McpClient
 
-        return self._once("mcp", lambda: McpClient(self.settings.agent_mcp_servers))
+        servers = self.settings.agent_mcp_servers
+        oauth = self.mcp_oauth if any(server.oauth for server in servers.values()) else None
+        return self._once("mcp", lambda: McpClient(servers, oauth=oauth))
+
+    @property
+    def mcp_oauth(self) -> OAuthFlows:
+        """MCP OAuth: each user's tokens for the servers marked `oauth`, and the authorizations they
+        have yet to finish; in Redis with redis_url (the browser may come back to any replica),
+        else data_dir/service/mcp_oauth.sqlite."""
+        from ragline.mcp_client.credentials import CredentialStore, RedisCredentialStore, SqliteCredentialStore
+        from ragline.mcp_client.oauth import CALLBACK_PATH, OAuthFlows
+
+        settings = self.settings
+        public = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+
+        def flows() -> OAuthFlows:
+            store: CredentialStore = (RedisCredentialStore(self.redis_async("mcp-oauth")) if settings.redis_url
+                                      else SqliteCredentialStore(settings.data_dir / "service" / "mcp_oauth.sqlite"))
+            return OAuthFlows(store, f"{public}{CALLBACK_PATH}")
+
+        return self._once("mcp_oauth", flows)
 
     # --- lifecycle ---
 

@@ -67,6 +67,8 @@ class McpServer(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="stdio: environment variables it gets besides a minimal default.")
     tenants: list[str] = Field(default_factory=list, description="Tenants whose assistants may name it; empty: every tenant.")
     timeout_s: float = Field(defaults.AGENT_MCP_TIMEOUT_S, gt=0, description="Longest wait to connect, list the tools, or run one call.")
+    oauth: bool = Field(False, description="streamable_http: each user authorizes Ragline at the server's OAuth authorization server (MCP OAuth); their turn waits for it (mcp_oauth_required).")
+    oauth_scope: str | None = Field(None, max_length=500, description="oauth: the scope to ask for; unset takes what the server advertises.")
 
     @model_validator(mode="after")
     def _where(self) -> McpServer:
@@ -74,6 +76,8 @@ class McpServer(BaseModel):
             raise ValueError("a streamable_http MCP server needs an http(s) url")
         if self.transport == "stdio" and not self.command:
             raise ValueError("a stdio MCP server needs a command")
+        if self.oauth and self.transport != "streamable_http":
+            raise ValueError("MCP OAuth needs a streamable_http server")
         return self
 
 
@@ -159,6 +163,7 @@ class Settings(BaseSettings, RetrievalFields):
     # --- the HTTP service (`ragline serve`) ---
     host: str = Field("127.0.0.1", description="Address `ragline serve` listens on.")
     port: int = Field(8000, ge=1, le=65535, description="Port `ragline serve` listens on.")
+    public_url: str | None = Field(None, pattern=r"^https?://[^\s/]+(/[^\s]*)?$", description="The address browsers reach Ragline at (where an MCP server's authorization sends them back); default http://host:port.")
     header_timeout_s: float = Field(defaults.HEADER_TIMEOUT_S, gt=0, description="A request's headers must all arrive within this many seconds (408 and the close otherwise).")
     body_idle_timeout_s: float = Field(defaults.BODY_IDLE_TIMEOUT_S, gt=0, description="A request body may go this long without a byte before its connection is closed.")
     checkpointer: Literal["memory", "sqlite", "redis"] | None = Field(None, description="Where runs are checkpointed; default: redis when redis_url is set, else sqlite under data_dir.")

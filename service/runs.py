@@ -43,10 +43,11 @@ from ragline.graph.request import AgentConfig, PipelineRequest
 from ragline.graph.state import TurnFailed
 from ragline.graph.turn import TurnDriver, turn_ids
 from ragline.logs import bind_log_ids
+from ragline.mcp_client.oauth import McpUser
 from ragline.service import threads
 from ragline.service.access import ConflictError, InvalidRequestError, Principal
 from ragline.service.after_turn import AfterTurn
-from ragline.service.approvals import await_decisions, waiting_calls
+from ragline.service.approvals import await_authorizations, await_decisions, waiting_authorizations, waiting_calls
 from ragline.service.assistant_service import check_agent_model
 from ragline.service.assistants import Assistant
 from ragline.service.backend import Backend
@@ -253,13 +254,16 @@ class RunManager:
             self.heap.idle()
 
     async def _approvals(self, run: Run) -> Any:
-        """The graph's resume once the user decided every tool call it waits on (service/approvals.py),
-        or NOTHING_TO_RUN when the run is stopped meanwhile."""
+        """The graph's resume once the user decided every tool call it waits on, or settled every
+        MCP server's authorization (service/approvals.py); NOTHING_TO_RUN when the run is stopped meanwhile."""
         if run.start_slot is not None:
             run.start_slot.free()  # a waiting run holds no start slot
-        decided = await await_decisions(self.backend.registry, run.record.message_id, waiting_calls(run.driver.interrupts),
-                                        timeout_s=self.settings.agent_approval_timeout_s, poll_s=self.settings.stop_poll_s,
-                                        stopped=lambda: run.cancelled)
+        timeout_s, poll_s, record = self.settings.agent_approval_timeout_s, self.settings.stop_poll_s, run.record
+        servers = waiting_authorizations(run.driver.interrupts)
+        decided = (await await_authorizations(self.services.mcp.oauth, McpUser(record.tenant_id, record.owner_id), servers,
+                                              timeout_s=timeout_s, poll_s=poll_s, stopped=lambda: run.cancelled) if servers
+                   else await await_decisions(self.backend.registry, record.message_id, waiting_calls(run.driver.interrupts),
+                                              timeout_s=timeout_s, poll_s=poll_s, stopped=lambda: run.cancelled))
         if decided is None:
             return NOTHING_TO_RUN
         run.driver.follow_latest()  # resume where the pause left the thread, not at a taken-over checkpoint

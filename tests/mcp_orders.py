@@ -56,19 +56,23 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _wait_for_port(process: subprocess.Popen[bytes], port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert process.poll() is None, "the MCP server exited"
+        time.sleep(0.1)
+
+
 @contextmanager
 def served_over_http() -> Iterator[McpServer]:
     """The server in a process of its own, speaking streamable HTTP on a free loopback port."""
     port = _free_port()
     process = subprocess.Popen([sys.executable, __file__, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, "the MCP server exited"
-            time.sleep(0.1)
+        _wait_for_port(process, port)
         yield McpServer(transport="streamable_http", url=f"http://127.0.0.1:{port}/mcp", timeout_s=10)
     finally:
         process.terminate()

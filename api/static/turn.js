@@ -102,6 +102,12 @@ export class Turn {
       case "tool_approval_resolved":
         this.resolveApproval(data.tool_call_id, data.approved, data.reason);
         break;
+      case "mcp_oauth_required":
+        this.askAuthorization(data.server || "MCP server", data.authorization_url || "");
+        break;
+      case "mcp_oauth_resolved":
+        this.resolveApproval(`oauth:${data.server}`, data.authorized, data.reason, ["authorized", "not authorized"]);
+        break;
       case "references":
         this.references = event.knowledge_references || [];
         this.showImages();
@@ -186,13 +192,29 @@ export class Turn {
     this.steps.set(`approval:${id}`, { item, labels: labelsFor(toolName) });
   }
 
-  resolveApproval(id, approved, reason) {
+  /** An MCP server needs the user's own sign-in: a link that opens its authorization in a new tab. */
+  askAuthorization(server, url) {
+    const id = `oauth:${server}`;
+    if (this.steps.has(`approval:${id}`) || !/^https?:\/\//.test(url)) return; // a replay repeats it; only web links open
+    const item = element("li", "step approval");
+    const icon = element("span", "step-icon");
+    icon.setAttribute("aria-hidden", "true");
+    const link = element("a", "authorize", `Sign in to ${server}`);
+    link.href = url;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    item.append(icon, element("span", "step-label", `${server} needs your authorization`), link);
+    this.stepList.append(item);
+    this.steps.set(`approval:${id}`, { item, labels: labelsFor(server) });
+  }
+
+  resolveApproval(id, approved, reason, [yes, no] = ["approved", "denied"]) {
     const step = this.steps.get(`approval:${id}`);
     if (!step) return;
     step.item.classList.replace("approval", approved ? "done" : "failed");
-    step.item.querySelectorAll("button").forEach((button) => button.remove());
+    step.item.querySelectorAll("button, a.authorize").forEach((control) => control.remove());
     const label = step.item.querySelector(".step-label");
-    label.textContent = approved ? `${label.textContent}: approved` : `${label.textContent}: denied${reason ? ` (${reason})` : ""}`;
+    label.textContent = approved ? `${label.textContent}: ${yes}` : `${label.textContent}: ${no}${reason ? ` (${reason})` : ""}`;
   }
 
   /** Close every window still open: no spinner outlives its answer (stop, error, lost stream). */

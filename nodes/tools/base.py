@@ -26,6 +26,7 @@ class ToolContext:
     tenant_id: str
     knowledge_bases: tuple[str, ...]  # the turn's, as ids or names
     registry: Registry
+    user_id: str = ""  # whose tokens a server needing the user's authorization (MCP OAuth) is reached with
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,10 @@ class TerminalPrinter:
             self._note(f"     {data.get('output') or 'done'}" if data.get("success") else f"     failed: {data.get('error')}")
         elif kind == ResponseType.TOOL_APPROVAL_REQUIRED:
             pass  # the approval prompt asks about the call
+        elif kind == ResponseType.MCP_OAUTH_REQUIRED:
+            self._note(f"  {data.get('server')} needs your authorization: open {data.get('authorization_url')}")
+        elif kind == ResponseType.MCP_OAUTH_RESOLVED:
+            self._note("     authorized" if data.get("authorized") else f"     not authorized: {data.get('reason')}")
         elif kind == ResponseType.TOOL_APPROVAL_RESOLVED and not data.get("approved"):
             self._note(f"     denied{': ' + str(data['reason']) if data.get('reason') else ''}")
         elif kind in (ResponseType.REFLECTION, ResponseType.USER_MESSAGE_INJECTED, ResponseType.CONTEXT_COMPACTED):
@@ -142,10 +146,16 @@ class TerminalPrinter:
 
 def approval_prompt(err: TextIO, read_line: Callable[[], str]) -> Callable[[list[Any]], Any]:
     """Agent mode's pauses answered at the terminal: each waiting call is asked "run it? [y/N]";
-    anything but y or yes (an empty line, a closed stdin) denies it."""
+    anything but y or yes (an empty line, a closed stdin) denies it. A wait for an MCP server's
+    authorization goes on when the user presses Enter (the browser's return reaches a running
+    `ragline serve` on the same data; the turn then reads what became of it)."""
 
     async def decide(interrupts: list[Any]) -> dict[str, dict[str, Any]]:
         decisions: dict[str, dict[str, Any]] = {}
+        if any(isinstance(paused, dict) and paused.get("mcp_oauth_required") for paused in interrupts):
+            err.write("press Enter once you have allowed access in the browser ")
+            err.flush()
+            await asyncio.to_thread(read_line)
         for paused in interrupts:
             for call in paused.get("tool_approval_required", []) if isinstance(paused, dict) else []:
                 err.write(f"run {call_line(str(call.get('tool_name')), call.get('arguments') or {})}? [y/N] ")

@@ -52,18 +52,18 @@ def embedded_services(root: Path, settings: Any, embedder: Any = None) -> Any:
     return Services(settings, retrieval_factory=stack)
 
 
-def serve_embedded(root: Path, settings: Any) -> ThreadServer:
-    """A started service over `embedded_services(root, settings)`; the caller stops it."""
+def serve_embedded(root: Path, settings: Any, port: int | None = None) -> ThreadServer:
+    """A started service over `embedded_services(root, settings)` (on `port`, or a free one); the caller stops it."""
     from ragline.api.app import create_app
 
-    return ThreadServer(create_app(settings, services=embedded_services(root, settings))).start()
+    return ThreadServer(create_app(settings, services=embedded_services(root, settings)), port).start()
 
 
 class ThreadServer:
     """An ASGI app under uvicorn in a background thread, on a free loopback port."""
 
-    def __init__(self, app: Any) -> None:
-        self.port = free_port()
+    def __init__(self, app: Any, port: int | None = None) -> None:
+        self.port = port or free_port()
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)

@@ -245,9 +245,9 @@ async def test_an_assistant_naming_no_tools_is_offered_those_that_stay_inside_th
     from ragline.nodes.tools import DEFAULT_TOOLS, TOOLS
 
     services = Services(Settings(redis_url=None))
-    offered = [tool.name for tool in await offered_tools(RunContext(), services)]
+    offered = [tool.name for tool in (await offered_tools(RunContext(), services))[0]]
     assert offered == list(DEFAULT_TOOLS) and "web_search" not in offered and "web_fetch" not in offered
-    named = [tool.name for tool in await offered_tools(RunContext(agent_tools=("web_fetch", "search_knowledge")), services)]
+    named = [tool.name for tool in (await offered_tools(RunContext(agent_tools=("web_fetch", "search_knowledge")), services))[0]]
     assert named == ["search_knowledge", "web_fetch"] and set(TOOLS) > set(DEFAULT_TOOLS)
 
 
