@@ -210,9 +210,7 @@ async def _stream_round(client: ChatClient, messages: list[dict[str, Any]], tool
 async def begin(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """The pipeline's begin_turn (ids, the settled request, the refusal check, the user message),
     and the loop's per-turn keys back to empty."""
-    update = await begin_turn(state, runtime)
-    if "error" in update:
-        return update
+    update = await begin_turn(state, runtime)  # a refused or invalid request raises TurnFailed there
     resets = {key: empty for key, empty in AGENT_RESETS.items() if state.get(key, empty) != empty}
     resets.update({key: Overwrite([]) for key in AGENT_ACCUMULATING if state.get(key)})
     return {**update, **resets}
@@ -358,11 +356,6 @@ async def answer(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, A
 # --- routing ---------------------------------------------------------------------------------
 
 
-def after_begin(state: AgentState) -> Literal["model", "__end__"]:
-    """A turn refused or invalid at its start ends there (begin_turn sent the error)."""
-    return "__end__" if state.get("error") is not None else "model"
-
-
 def after_model(state: AgentState) -> Literal["authorize", "approval", "tools", "answer"]:
     """An MCP server to authorize first goes to `authorize`; tool calls go to `tools`, through
     `approval` when one waits for the user; a reply without any (or a failed call) goes to `answer`."""
@@ -394,7 +387,7 @@ def build_agent_graph(*, checkpointer: Any = None, services: Services | None = N
     graph.add_node("compact", bound(compact))
     graph.add_node("answer", bound(answer))
     graph.add_edge(START, "begin_turn")
-    graph.add_conditional_edges("begin_turn", after_begin)
+    graph.add_edge("begin_turn", "model")
     graph.add_conditional_edges("model", after_model)
     graph.add_edge("authorize", "model")
     graph.add_edge("approval", "tools")

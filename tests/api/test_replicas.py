@@ -11,8 +11,10 @@ import httpx
 import pytest
 
 from ragline.citations.tags import UNSUPPORTED_MARK
+from ragline.settings import McpServer
 from tests.api.jobs import ingested
 from tests.api.live import ProcessServer, answer_of, collect, frames, types
+from tests.mcp_oauth_server import served_with_oauth
 from tests.redis_server import RedisServer
 from tests.scripted_model import Reply, ScriptedModel
 
@@ -34,10 +36,18 @@ def replica_env(redis: RedisServer, model: ScriptedModel, data_dir: str) -> dict
 
 
 @pytest.fixture(scope="module")
-def env(redis_server: RedisServer, scripted_server: ScriptedModel, tmp_path_factory) -> dict[str, str]:
+def crm() -> Iterator[McpServer]:
+    """An MCP server that needs each user's OAuth authorization (tests/mcp_oauth_server.py)."""
+    with served_with_oauth() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def env(redis_server: RedisServer, scripted_server: ScriptedModel, crm: McpServer, tmp_path_factory) -> dict[str, str]:
     redis_server.flush()
     # first turns make the rewrite call here too, so a replica can be killed while it runs
-    return {**replica_env(redis_server, scripted_server, str(tmp_path_factory.mktemp("replicas"))), "RAGLINE_FIRST_TURN_INTENT": "model"}
+    return {**replica_env(redis_server, scripted_server, str(tmp_path_factory.mktemp("replicas"))), "RAGLINE_FIRST_TURN_INTENT": "model",
+            "RAGLINE_AGENT_MCP_SERVERS": json.dumps({"crm": crm.model_dump(mode="json")}), "RAGLINE_PUBLIC_URL": "http://ragline.example"}
 
 
 @pytest.fixture(scope="module")
@@ -182,3 +192,43 @@ async def test_a_tool_call_waiting_for_approval_survives_the_kill_of_its_server(
     assert result["success"] is True and answer_of(head + tail) == "Mira Holt."
     first_rounds = [body for body in scripted_model.requests if "tools" in body and len(tool_messages(body)) == 0]
     assert len(first_rounds) == 1, [[m.get("role") for m in b["messages"]] for b in first_rounds]  # the first round was not asked again
+
+
+async def test_an_mcp_authorization_started_on_a_killed_replica_finishes_on_another(env, replicas, scripted_model, tmp_path):
+    """MCP OAuth's pending authorization is in Redis and the pause in the checkpoint: the browser's
+    return reaches another replica, and the replica that took the run over goes on with the tool."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from tests.agent_script import tool_messages
+    from tests.scripted_model import ScriptedCall
+
+    victim, other = replicas
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 0, Reply.calling(ScriptedCall("crm__my_accounts", {}, id="a1")))
+    scripted_model.on(lambda b: "tools" in b and len(tool_messages(b)) == 1, Reply.text("You own Fjord Ltd and Harbour AB."))
+    async with httpx.AsyncClient(base_url=victim.url, timeout=120) as to_victim:
+        made = await to_victim.post("/api/v1/assistants", json={"name": "CRM", "mode": "agent", "tools": ["search_knowledge"], "mcp_servers": ["crm"]})
+        assert made.status_code == 201, made.text
+        sid = (await to_victim.post("/api/v1/sessions", json={"title": "oauth"})).json()["id"]
+        head: list = []
+        async with to_victim.stream("POST", f"/api/v1/sessions/{sid}/knowledge-chat", json={"query": "My accounts?", "assistant_id": made.json()["id"]}) as response:
+            async for frame in frames(response):
+                head.append(frame)
+                if frame.type == "mcp_oauth_required":
+                    break
+    await asyncio.sleep(3)  # the pause is checkpointed right after its announcement
+    victim.kill()
+    replicas[0] = restarted = ProcessServer(env, port=victim.port, log=tmp_path / "restarted-oauth.log").start()
+    link = head[-1].event["data"]["authorization_url"]
+    assert parse_qs(urlsplit(link).query)["redirect_uri"] == ["http://ragline.example/api/v1/mcp/oauth/callback"]
+    async with httpx.AsyncClient() as browser:
+        granted = await browser.get(link)  # the server's page grants and sends the browser back, here to the other replica
+        back = urlsplit(granted.headers["location"]).query
+        page = await browser.get(f"{other.url}/api/v1/mcp/oauth/callback?{back}")
+    assert page.status_code == 200, page.text
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=60) as client:
+        tail = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", headers={"Last-Event-ID": head[-1].id})
+    kinds = types(tail)
+    assert "mcp_oauth_required" not in kinds and kinds.index("mcp_oauth_resolved") < kinds.index("tool_result") and kinds[-1] == "complete"
+    [result] = [f.event["data"] for f in tail if f.type == "tool_result"]
+    assert result["success"] is True and "alice owns the accounts" in result["output"]
+    assert answer_of(head + tail) == "You own Fjord Ltd and Harbour AB."

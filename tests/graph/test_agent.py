@@ -126,6 +126,15 @@ async def test_the_local_model_is_refused_with_a_clear_error_before_any_loop(ser
     assert scripted_model.requests == []
 
 
+async def test_a_refused_question_raises_before_any_loop(services, scripted_model):
+    """As in the pipeline, a refused request is raised (TurnFailed), not routed to the end."""
+    from ragline.graph.state import ErrorKind, TurnFailed
+
+    with pytest.raises(TurnFailed) as refused:
+        await run_turn(services, "<script>x()</script>")
+    assert refused.value.error.kind == ErrorKind.INPUT_REFUSED and scripted_model.requests == []
+
+
 def _text_of(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
 

@@ -73,3 +73,14 @@ def test_every_router_is_typed_over_its_targets_and_says_its_condition(name, rou
     targets = typing.get_args(typing.get_type_hints(router)["return"])
     assert len(targets) >= 2 and all(isinstance(target, str) for target in targets)
     assert router.__doc__ and "\n" not in router.__doc__.strip()
+
+
+def test_the_agent_graph_is_its_loop_and_only_its_answer_ends_a_turn():
+    """begin_turn raises on a refused request, so the agent's picture has no error edge either;
+    `authorize` (MCP OAuth) and `approval` pause the loop and return to it."""
+    from ragline.graph.agent import build_agent_graph
+
+    edges = {(edge.source, edge.target) for edge in build_agent_graph().get_graph().edges}
+    assert {source for source, target in edges if target == END} == {"answer"}
+    assert {("begin_turn", "model"), ("model", "authorize"), ("authorize", "model"), ("model", "approval"), ("approval", "tools"),
+            ("model", "tools"), ("tools", "compact"), ("compact", "model"), ("model", "answer")} <= edges
