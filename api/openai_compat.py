@@ -210,7 +210,9 @@ async def _turn_request(svc: HttpHost, who: Principal, body: ChatCompletionReque
         stack = await svc.stack() if names_knowledge_base(body.model) else None
         return pipeline_request(body, question, knowledge_base_of(body.model, stack, who)), None
     assistant = await _assistant(svc, who, body.model, assistant_id)
-    turn = svc.assistants.prepared(assistant, assistant_settings(body, question, assistant.overridable), door="the OpenAI-compatible API")
+    door_name = "the OpenAI-compatible API"
+    turn = svc.assistants.prepared(assistant, assistant_settings(body, question, assistant.overridable), door=door_name)
+    await svc.assistants.authorized_at_door(who, assistant, door_name)
     return turn.request, turn.assistant
 
 

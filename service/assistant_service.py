@@ -20,6 +20,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragline.graph.request import AgentConfig, PipelineRequest, effective_request
+from ragline.mcp_client.client import McpServerError
+from ragline.mcp_client.oauth import AuthorizationRequired, McpUser
 from ragline.models.chat import LOCAL_TOOLS_REFUSAL, ChatClient
 from ragline.service.access import NotFoundError, Principal, UnprocessableError
 from ragline.service.assistants import (
@@ -155,7 +157,29 @@ class AssistantService:
         """The request of a turn naming the assistant: its latest version's configuration, then the
         settings the turn sets itself (each of which the assistant must allow). ValidationError on
         a bad setting, as for a turn without an assistant."""
-        return self.prepared(await self.get(who, assistant_id), own, door=door)
+        assistant = await self.get(who, assistant_id)
+        prepared = self.prepared(assistant, own, door=door)
+        if door is not None:
+            await self.authorized_at_door(who, assistant, door)
+        return prepared
+
+    async def authorized_at_door(self, who: Principal, assistant: Assistant, door: str) -> None:
+        """A door that cannot show a link refuses an agent-mode assistant whose MCP server still
+        needs the caller's authorization (MCP OAuth): the error carries the link to open first."""
+        mcp = self.services.mcp
+        if assistant.mode != "agent" or mcp.oauth is None:
+            return
+        user = McpUser(who.tenant_id, who.user_id)
+        for server in (name for name in assistant.mcp_servers if mcp.needs_user(name)):
+            if await mcp.oauth.authorized(server, user):
+                continue
+            try:
+                await mcp.tools(server, user)
+            except AuthorizationRequired as needed:
+                raise UnprocessableError(f"assistant {assistant.name!r} uses the MCP server {server}, which needs your authorization "
+                                         f"first, and {door} cannot ask for it: open {needed.url} and allow access, then ask again") from None
+            except McpServerError:
+                continue  # unreachable: the turn leaves its tools out, as through the chat API
 
     @staticmethod
     def prepared(assistant: Assistant, own: dict[str, Any], *, door: str | None = None) -> AssistantTurn:

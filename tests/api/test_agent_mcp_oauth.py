@@ -21,7 +21,7 @@ from tests.redis_server import free_port
 from tests.scripted_model import Reply, ScriptedCall
 
 V1 = "/api/v1"
-KEYS = {"key-alice": "acme/alice", "key-bob": "acme/bob", "key-carol": "acme/carol"}
+KEYS = {"key-alice": "acme/alice", "key-bob": "acme/bob", "key-carol": "acme/carol", "key-dave": "acme/dave"}
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +122,35 @@ async def test_the_callback_refuses_an_unknown_authorization_without_a_key(serve
         long = await browser.get(f"{V1}/mcp/oauth/callback", params={"state": "s" * 500})
     assert page.status_code == 400 and "unknown or has expired" in page.text
     assert long.status_code == 400 and "too long" in long.text
+
+
+async def test_the_openai_door_refuses_with_the_link_until_the_user_has_allowed_then_answers(server, client_of, scripted_model):
+    """The official openai SDK cannot show a link mid-answer: the door refuses with it (400), and once
+    the user has allowed, the same completion runs the agent with the server's tool."""
+    import openai
+    from openai import AsyncOpenAI
+
+    scripted_accounts(scripted_model)
+    carol = client_of("key-carol")
+    made = await carol.post(f"{V1}/assistants", json={"name": "CRM desk", "mode": "agent", "tools": ["search_knowledge"], "mcp_servers": ["crm"]})
+    model, question = f"assistant:{made.json()['id']}", [{"role": "user", "content": "Which accounts are mine?"}]
+    async with AsyncOpenAI(base_url=f"{server.url}/v1", api_key="key-carol", max_retries=0, timeout=60) as sdk:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await sdk.chat.completions.create(model=model, messages=question)
+        message = str(refused.value)
+        assert "uses the MCP server crm, which needs your authorization first" in message and scripted_model.requests == []
+        await allow(message.split("open ", 1)[1].split(" and allow", 1)[0])
+        done = await sdk.chat.completions.create(model=model, messages=question)
+    assert done.choices[0].message.content.startswith("You own Fjord Ltd and Harbour AB.")
+    assert [t["function"]["name"] for t in scripted_model.requests[0]["tools"]] == ["search_knowledge", "crm__my_accounts"]
+
+
+async def test_the_mcp_door_refuses_with_the_link_too(server, client_of, scripted_model):
+    from tests.api.test_assistant_doors import mcp_client
+
+    dave = client_of("key-dave")
+    made = (await dave.post(f"{V1}/assistants", json={"name": "CRM desk", "mode": "agent", "mcp_servers": ["crm"]})).json()
+    async with mcp_client(server, "key-dave") as session:
+        refused = await session.call_tool("ask", {"question": "Which accounts are mine?", "assistant_id": made["id"]})
+    assert refused.is_error and "uses the MCP server crm, which needs your authorization first, and MCP cannot ask for it: open http" in refused.content[0].text
+    assert scripted_model.requests == []
