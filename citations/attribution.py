@@ -50,7 +50,7 @@ import numpy as np
 from ragline import defaults
 from ragline.citations.sentences import PUBLIC_TAG, sentence_ends
 from ragline.citations.sources import SourceChunk
-from ragline.citations.support import LIST_MARKER, claims_nothing, contradicts, numbers, stated_opposite
+from ragline.citations.support import LIST_MARKER, asks_default, claims_nothing, contradicts, numbers, stated_default, stated_opposite
 from ragline.citations.tags import UNSUPPORTED_MARK
 from ragline.retrieval.relevance import question_words
 from ragline.retrieval.tokenizer import tokenize
@@ -171,6 +171,10 @@ class Attributor:
             quoted = await self._quote_sources(sentence) if tokens else []
             return Verdict(quoted, judged=bool(quoted))
         unsourced = not numbers(sentence) <= self._numbers
+        if asks_default(self._question):  # a misread default is answered with the sentence that marks it
+            passages = [(p.alias, p.text) for p in self._passages]
+            if said := await asyncio.to_thread(stated_default, sentence, passages, self._question, content_tokens):
+                return Verdict([], judged=True, opposite=said, unsourced_number=unsourced)
         scores = await self._scores(sentence, tokens)
         if scores is None:
             return Verdict([], judged=not self._failed, unsourced_number=unsourced)

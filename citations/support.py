@@ -10,6 +10,13 @@ before a passage is cited for a sentence two cheap checks may veto it:
 * a negation: the passage's sentence closest to it (most shared content words) must have the
   same polarity: both negated or neither ("not", "never", "n't", 不, 没, 未 ...).
 
+One check reads the question too: asked for a default, a passage that marks the value it asks
+about as the default ("900,000 bytes (the default)", "(default: 3)", "The default is to retry 20
+times") supports no other number: `stated_default` finds that sentence among the answer's passages,
+so the model's misreading of a sentence holding several numbers (or of another option's number)
+is answered with the passage's own words. A number some passage marks as a default is left alone:
+which default the question means is the model's reading, not a check's.
+
 Neither check proves support; each only refuses what is plainly not support.
 
 A sentence that says the passages are silent ("The manual does not mention a price.") or only
@@ -21,7 +28,7 @@ marks it unsupported.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ragline import defaults
 from ragline.citations.sentences import PUBLIC_TAG
@@ -29,7 +36,8 @@ from ragline.citations.sentences import PUBLIC_TAG
 Tokens = Callable[[str], frozenset[str]]
 
 _NEGATION = re.compile(
-    r"(?i)\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n't\b"
+    # not an option's name or value: "--no-keepalive", "--check=none"
+    r"(?i)(?<![-=/])\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b(?![-=])|n't\b"
     # Chinese: 不 except where it starts a word that negates nothing (不同 "different", 不断 ...)
     r"|不(?![同断久少仅但管论过错])|没|未(?!来)|无法|并非|禁止"
 )
@@ -49,7 +57,8 @@ _COURTESY = re.compile(
 LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _CLAUSE_END = re.compile(r"[;；,，:：]\s*|\s+but\s+|但是|但")
 _MIN_CLAUSE_TOKENS = 2  # "but the console is": too little to find its sentence by
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n\s*\n|\n(?=\s*(?:[-*+]|\d{1,3}[.)])\s)")
+# a blank line ends a sentence unless it breaks one in two (a man page's "which has not\n\n changed size")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|(?<![a-z,])\n\s*\n|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[-*+]|\d{1,3}[.)])\s)")
 _DIGITS = re.compile(r"(?<![A-Za-z0-9_])\d+(?:[.,]\d+)*")  # not inside a Latin word: "word10", "mp3", "x86_64"
 _WORD_NUMBERS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -115,6 +124,20 @@ def is_negated(text: str) -> bool:
     return bool(_NEGATION.search(PUBLIC_TAG.sub(" ", text)))
 
 
+_UN_WORD = re.compile(r"(?i)\bun([a-z]{3,})")
+
+
+def opposite_polarity(clause: str, closest: str) -> bool:
+    """Only one of the two is negated, and not merely by a prefix: "unchanged size" says what
+    "has not changed size" says."""
+    clause_negated = is_negated(clause)
+    if clause_negated == is_negated(closest):
+        return False
+    plain, negated = (closest, clause) if clause_negated else (clause, closest)
+    negated_words = set(re.findall(r"[a-z]+", negated.lower()))
+    return not any(base.lower() in negated_words for base in _UN_WORD.findall(plain))
+
+
 def closest_sentence(clause_tokens: frozenset[str], passage: str, tokens: Tokens) -> str | None:
     """The passage's sentence sharing the most content words with the clause (the first on a
     tie); None when none shares any."""
@@ -124,6 +147,13 @@ def closest_sentence(clause_tokens: frozenset[str], passage: str, tokens: Tokens
         if shared > best_shared:
             best, best_shared = candidate, shared
     return best
+
+
+def _closest_part(clause_tokens: frozenset[str], sentence: str, tokens: Tokens) -> str:
+    """The clause of a passage sentence sharing the most words with the answer's clause: a
+    negation elsewhere in the sentence ("which has not changed") is not that clause's."""
+    parts = [part for part in _CLAUSE_END.split(sentence) if tokens(part)]
+    return max(parts, key=lambda part: len(clause_tokens & tokens(part)), default=sentence)
 
 
 def _clauses(sentence: str, tokens: Tokens) -> list[str]:
@@ -140,7 +170,7 @@ def stated_opposite(sentence: str, passage: str, tokens: Tokens) -> str | None:
     for clause in _clauses(sentence, tokens):
         clause_tokens = tokens(clause)
         closest = closest_sentence(clause_tokens, passage, tokens)
-        if closest is None or is_negated(clause) == is_negated(closest):
+        if closest is None or not opposite_polarity(clause, _closest_part(clause_tokens, closest, tokens)):
             continue
         shared = len(clause_tokens & tokens(closest))
         if shared >= _MIN_CLAUSE_TOKENS and shared >= defaults.OPPOSITE_MIN_SHARE * len(clause_tokens):
@@ -155,7 +185,60 @@ def contradicts(sentence: str, passage: str, tokens: Tokens) -> bool:
     if not numbers(sentence) <= numbers(passage):
         return True
     for clause in _clauses(sentence, tokens):
-        closest = closest_sentence(tokens(clause), passage, tokens)
-        if closest is not None and is_negated(clause) != is_negated(closest):
+        clause_tokens = tokens(clause)
+        closest = closest_sentence(clause_tokens, passage, tokens)
+        if closest is not None and opposite_polarity(clause, _closest_part(clause_tokens, closest, tokens)):
             return True
     return False
+
+
+_ASKS_DEFAULT = re.compile(r"(?i)\bdefaults?\b|\bby default\b|默认")
+_VALUE = r"(-?\d+(?:[.,]\d+)*)"
+_DEFAULT_MARKS = (
+    re.compile(_VALUE + r"(?:\s+[A-Za-z'-]+){0,6}\s*\((?:(?:which|this)\s+is\s+)?the\s+default\)", re.I),  # "900,000 bytes (the default)"
+    re.compile(r"\(default[:=]?\s*" + _VALUE, re.I),  # "(default: 3)"
+    re.compile(r"\bdefaults?\b(?:\s+[A-Za-z'-]+){0,3}\s+(?:is|are|=|:)\s+(?:(?:to|set\s+to)\s+[A-Za-z'-]+\s+)?" + _VALUE, re.I),  # "default is 20"
+    re.compile(r"\bdefault\b(?:\s+[A-Za-z'-]+){0,3}\s*\(" + _VALUE + r"\)", re.I),  # "default compression level (-6)"
+    re.compile(r"默认(?:值)?(?:为|是|：|:)\s*" + _VALUE),
+)
+
+
+def default_values(text: str) -> frozenset[float]:
+    """The values a text marks as the default (the number the marker is attached to), as numbers."""
+    return frozenset().union(*(numbers(match.group(1).lstrip("-")) for mark in _DEFAULT_MARKS for match in mark.finditer(text)))
+
+
+def _same_value(stated: float, marked: frozenset[float]) -> bool:
+    """"900k" states the "900,000 bytes" a passage marks: a value is also the same in thousands."""
+    return any(stated == value or stated * 1000 == value or stated * 1024 == value for value in marked)
+
+
+def asks_default(question: str) -> bool:
+    return bool(_ASKS_DEFAULT.search(question))
+
+
+def stated_default(sentence: str, passages: Sequence[tuple[str, str]], question: str, tokens: Tokens) -> tuple[str, str] | None:
+    """Asked for a default: (alias, sentence) of the passage sentence marking the default the
+    question asks about (the marked sentence sharing the most content words with the question, two
+    at least), when `sentence` states a default with numbers and none of them is a default any
+    passage marks; else None. A sentence that names no default answers another part of the
+    question ("the maximum with --ultra is 22")."""
+    if not (asks_default(question) and _ASKS_DEFAULT.search(sentence)):
+        return None
+    stated = numbers(LIST_MARKER.sub("", PUBLIC_TAG.sub(" ", sentence)))
+    if not stated:
+        return None
+    asked = tokens(question)
+    best, best_shared, every_marked = None, 1, frozenset[float]()
+    for alias, passage in passages:
+        for candidate in _SENTENCE_END.split(passage):
+            marked = default_values(candidate)
+            if not marked:
+                continue
+            every_marked |= marked
+            shared = len(asked & tokens(candidate))
+            if shared > best_shared:
+                best, best_shared = (alias, " ".join(candidate.split())), shared
+    if best is None or any(_same_value(value, every_marked) for value in stated):
+        return None
+    return best

@@ -91,3 +91,21 @@ def test_review_leaves_an_answer_no_sentence_of_which_was_judged():
     assert review("Hello.", [], lambda alias: "") == Review("Hello.")
     judged = [Judgement("Costs 150 dollars in shops.", "", Verdict([], judged=True, unsourced_number=True))]
     assert review("Costs 150 dollars in shops.", judged, lambda alias: "") == Review("Costs 150 dollars in shops.")  # claims nothing: no tags
+
+
+async def test_a_misread_default_gives_way_to_the_sentence_marking_the_default(embedder):
+    """Real documents (benchmarks/real_documents.py, bzip2): the model read "100,000 bytes" from a
+    sentence that marks 900,000 bytes as the default."""
+    page = SourceChunk(chunk_id="bzip2-man", knowledge_id="bzip2-doc", knowledge_base_id="kb", title="bzip2",
+                       content="bzip2 compresses files using the Burrows-Wheeler block sorting text compression algorithm. "
+                               "The block size affects both the compression ratio achieved, and the amount of memory needed. "
+                               "The flags -1 through -9 specify the block size to be 100,000 bytes through 900,000 bytes (the default) respectively.")
+    registry = Registry()
+    registry.render_context([page])
+    attributor = Attributor.for_answer(registry, [page], embedder, "What is the default block size of bzip2?")
+    assert attributor is not None
+    result = await reviewed(attributor, "The default block size of bzip2 is 100,000 bytes.")
+    assert result.content.startswith("The sources say: “The flags -1 through -9 specify the block size to be 100,000 bytes "
+                                     "through 900,000 bytes (the default) respectively.”<kb chunk_id=\"bzip2-man\"")
+    kept = await reviewed(attributor, "The default block size of bzip2 is 900,000 bytes.")
+    assert kept.content.startswith("The default block size of bzip2 is 900,000 bytes.<kb chunk_id=\"bzip2-man\"")

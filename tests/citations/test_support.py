@@ -7,7 +7,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline.citations.attribution import content_tokens
-from ragline.citations.support import chinese_number, claims_nothing, contradicts, is_negated, numbers
+from ragline.citations.support import (
+    chinese_number,
+    claims_nothing,
+    closest_sentence,
+    contradicts,
+    default_values,
+    is_negated,
+    numbers,
+    opposite_polarity,
+    stated_default,
+    stated_opposite,
+)
 
 WARRANTY = ("Northwind Instruments gives a two-year warranty on the Aurora console and outdoor sensor from the "
             "date of purchase. Batteries and damage from lightning are not covered. Repairs take about ten working days.")
@@ -112,3 +123,85 @@ def test_chinese_number_never_fails_on_any_text(text):
 ])
 def test_a_sentence_about_the_sources_silence_or_to_the_reader_claims_nothing(sentence, nothing):
     assert claims_nothing(sentence) is nothing
+
+
+@pytest.mark.parametrize("text, value", [
+    ("Block sizes from 100,000 bytes to 900,000 bytes (the default) respectively.", 900_000),
+    ("Setting the number to 0 makes curl do no retries (which is the default).", 0),
+    ("-T#, --threads=#: Compress using # working threads (default: 1).", 1),
+    ("The default is to retry 20 times, with the exception of fatal errors.", 20),
+    ("The default read timeout is 900 seconds.", 900),
+    ("The default is -6.", 6),
+    ("Use the default compression level (-6).", 6),
+    ("超时时间默认为30秒。", 30),
+])
+def test_default_values_are_the_numbers_a_default_marker_is_attached_to(text, value):
+    assert default_values(text) == {value}
+
+
+@given(st.integers(min_value=0, max_value=10**7), st.sampled_from(["(default: {})", "The default is {}.", "{} bytes (the default)"]))
+def test_any_marked_default_is_read_back(value, form):
+    assert default_values(f"Other figures: 7 and 12. {form.format(f'{value:,}')}") == {value}
+
+
+BZIP2 = ("-1 (or --fast) to -9 (or --best): Set the block size to 100 k, 200 k .. 900 k when compressing. "
+         "Compression is done with blocks; block sizes range from 100,000 bytes to 900,000 bytes (the default) respectively.")
+ASKED = "What is the default block size of bzip2?"
+
+
+def test_asked_for_a_default_a_passage_marking_another_value_says_so():
+    said = stated_default("The default block size of bzip2 is 100,000 bytes.", [("c1", BZIP2)], ASKED, content_tokens)
+    assert said == ("c1", "Compression is done with blocks; block sizes range from 100,000 bytes to 900,000 bytes (the default) respectively.")
+
+
+@pytest.mark.parametrize("sentence, question", [
+    ("The default block size of bzip2 is 900,000 bytes.", ASKED),
+    ("The default block size of bzip2 is 900k.", ASKED),  # the same value in thousands
+    ("The block size is 100,000 bytes with -1.", "What block size does bzip2 use with -1?"),  # no default asked
+    ("bzip2 uses blocks by default.", ASKED),  # no number stated
+    ("The largest block size is 100,000 bytes.", ASKED),  # names no default: another part of the question
+])
+def test_the_default_check_leaves_what_does_not_contradict_the_marked_default(sentence, question):
+    assert stated_default(sentence, [("c1", BZIP2)], question, content_tokens) is None
+
+
+ZSTD = [("c1", "-#: # compression level [1-19] (default: 3)"), ("c2", "-T#, --threads=#: Compress using # working threads (default: 1).")]
+
+
+def test_a_number_another_passage_marks_as_a_default_is_left_to_the_model():
+    """Which default a question means is the model's reading: "1" is a default (of the threads)."""
+    asked = "How many worker threads does zstd use for compression by default?"
+    assert stated_default("zstd uses 1 worker thread by default.", ZSTD, asked, content_tokens) is None
+    assert stated_default("zstd uses 4 worker threads by default.", ZSTD, asked, content_tokens) == ZSTD[1]
+
+
+def test_a_marker_broken_across_lines_is_read():
+    """A man page as `man` renders it: "(which is the\\n\\t      default)"."""
+    page = "Setting  the  number to 0 makes curl do no retries (which is the\n\t      default). Transient error means either:"
+    assert default_values(page) == {0}
+
+
+@pytest.mark.parametrize("text", ["use --check=none or --check=crc32", "This option has an effect only with --no-keepalive.", "-n, --no-clobber"])
+def test_an_options_name_or_value_is_no_negation(text):
+    """Man pages: "--check=none" and "--no-keepalive" name options; they negate nothing."""
+    assert not is_negated(text)
+
+
+def test_a_blank_line_inside_a_sentence_does_not_split_it():
+    """A man page as rendered: "reopen a FILE which has not\\n\\n changed size": the negation and
+    the number stay in one sentence, so "after 5 iterations" is not the opposite of "has not"."""
+    page = "--max-unchanged-stats=N\n\t with --follow=name, reopen a FILE which has not\n\n\t changed  size  after  N  (default 5) iterations."
+    answer = "With --follow=name, tail will reopen a file by default after 5 iterations of unchanged size."
+    assert stated_opposite(answer, page, content_tokens) is None
+
+
+def test_a_prefix_negation_is_the_same_polarity_as_a_not():
+    assert not opposite_polarity("after 5 iterations of unchanged size", "reopen a FILE which has not changed size after 5 iterations")
+    assert opposite_polarity("batteries are covered by the warranty", "Batteries and damage from lightning are not covered.")
+
+
+def test_a_blank_line_that_breaks_a_sentence_keeps_it_whole_and_one_after_a_heading_ends_it():
+    page = "reopen a FILE which has not\n\n\t changed  size  after  N  (default 5) iterations.\n\nEXAMPLES\n\n   Basics of it"
+    whole = closest_sentence(content_tokens("reopen a file whose size changed"), page, content_tokens)
+    assert whole is not None and " ".join(whole.split()) == "reopen a FILE which has not changed size after N (default 5) iterations."
+    assert closest_sentence(content_tokens("basics"), page, content_tokens) == "   Basics of it"
