@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -70,18 +71,27 @@ def _key(kind: str, server: str, user: McpUser | None = None) -> str:
 
 
 class _StoredTokens:
-    """The SDK's TokenStorage over the credential store: one user's tokens for one server, and
-    the registration the server gave Ragline (shared by its users)."""
+    """The SDK's TokenStorage over the credential store: one user's tokens for one server (with
+    when they expire, so the SDK refreshes them instead of asking the user again), and the
+    registration the server gave Ragline (shared by its users)."""
 
-    def __init__(self, store: CredentialStore, server: str, user: McpUser) -> None:
+    def __init__(self, store: CredentialStore, server: str, user: McpUser, context: Any = None) -> None:
         self.store, self.server, self.user = store, server, user
+        self.context = context  # the provider's OAuthContext, told when a loaded token expires
 
     async def get_tokens(self) -> OAuthToken | None:
         found = await self.store.get(_key("tokens", self.server, self.user))
-        return OAuthToken.model_validate_json(found) if found else None
+        if not found:
+            return None
+        record = json.loads(found)
+        if self.context is not None and record.get("expires_at"):
+            self.context.token_expiry_time = record["expires_at"]
+        return OAuthToken.model_validate(record["token"])
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        await self.store.put(_key("tokens", self.server, self.user), tokens.model_dump_json())
+        expires_at = time.time() + tokens.expires_in if tokens.expires_in else None
+        record = {"token": tokens.model_dump(mode="json", exclude_none=True), "expires_at": expires_at}
+        await self.store.put(_key("tokens", self.server, self.user), json.dumps(record))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         found = await self.store.get(_key("client", self.server))
@@ -116,7 +126,9 @@ class OAuthFlows:
         metadata = OAuthClientMetadata(client_name=self.client_name, redirect_uris=[self.redirect_url],
                                        grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                        token_endpoint_auth_method="none", scope=scope)
-        provider = OAuthClientProvider(url, metadata, _StoredTokens(self.store, server, user), callback_handler=_never_called)
+        storage = _StoredTokens(self.store, server, user)
+        provider = OAuthClientProvider(url, metadata, storage, callback_handler=_never_called)
+        storage.context = provider.context
         paused: list[AuthorizationRequired] = []
 
         async def pause(authorization_url: str) -> None:

@@ -2,7 +2,8 @@
 memory): the tests of MCP OAuth run it in a process of its own (`python tests/mcp_oauth_server.py
 PORT`) through `served_with_oauth()`. Its authorization endpoint grants at once, as the user "alice"
 who clicks Allow would, and sends the browser back to the client's redirect URI with a code; its one
-tool says whose token called it, so a test sees the user's own token reach the server."""
+tool says whose token called it, so a test sees the user's own token reach the server. Tokens
+come with a refresh token, which works once (rotated)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def build_server(port: int) -> Any:
             self.clients: dict[str, OAuthClientInformationFull] = {}
             self.codes: dict[str, AuthorizationCode] = {}
             self.tokens: dict[str, AccessToken] = {}
+            self.refresh_tokens: dict[str, RefreshToken] = {}
+
+        def _issue(self, client_id: str, scopes: list[str], subject: str | None) -> OAuthToken:
+            token, refresh = "tok-" + secrets.token_urlsafe(16), "ref-" + secrets.token_urlsafe(16)
+            self.tokens[token] = AccessToken(token=token, client_id=client_id, scopes=scopes, subject=subject)
+            self.refresh_tokens[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, subject=subject)
+            return OAuthToken(access_token=token, token_type="Bearer", expires_in=3600, refresh_token=refresh)
 
         async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
             return self.clients.get(client_id)
@@ -54,16 +62,14 @@ def build_server(port: int) -> Any:
 
         async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode) -> OAuthToken:
             self.codes.pop(authorization_code.code, None)
-            token = "tok-" + secrets.token_urlsafe(16)
-            self.tokens[token] = AccessToken(token=token, client_id=str(client.client_id), scopes=authorization_code.scopes,
-                                             subject=authorization_code.subject)
-            return OAuthToken(access_token=token, token_type="Bearer", expires_in=3600)
+            return self._issue(str(client.client_id), authorization_code.scopes, authorization_code.subject)
 
         async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-            return None
+            return self.refresh_tokens.get(refresh_token)
 
         async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
-            raise NotImplementedError
+            self.refresh_tokens.pop(refresh_token.token, None)  # rotated: each refresh token works once
+            return self._issue(str(client.client_id), scopes or refresh_token.scopes, refresh_token.subject)
 
         async def load_access_token(self, token: str) -> AccessToken | None:
             return self.tokens.get(token)

@@ -5,6 +5,8 @@ The browser is played by following the authorization server's redirect by hand."
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -94,3 +96,18 @@ async def test_a_code_the_authorization_server_does_not_know_is_refused_clearly(
     with pytest.raises(OAuthCallbackError, match=r"refused the code \(HTTP 400\)"):
         await flows.finish(state, "made-up-code")
     assert not await flows.authorized("crm", ALICE)
+
+
+async def test_an_expired_token_is_refreshed_without_asking_the_user_again(crm, flows):
+    client = McpClient({"crm": crm}, oauth=flows)
+    back = await browse((await authorization_of(client, ALICE)).url)
+    await flows.finish(back["state"], back["code"])
+    key = "tokens:crm:acme:alice-id"
+    record = json.loads(await flows.store.get(key) or "{}")
+    first = record["token"]["access_token"]
+    await flows.store.put(key, json.dumps({**record, "expires_at": time.time() - 1}))  # an hour later
+
+    result = await client.call("crm", "my_accounts", {}, ALICE)
+    assert (result.text, result.is_error) == ("alice owns the accounts Fjord Ltd and Harbour AB.", False)
+    renewed = json.loads(await flows.store.get(key) or "{}")
+    assert renewed["token"]["access_token"] != first and renewed["expires_at"] > time.time() + 3000
