@@ -147,10 +147,23 @@ class KeyLimits:
                           f"this API key already has {self.limiter.max_streams} open streams (answers, job events); wait for one to end",
                           headers=[(b"retry-after", b"1")])
             return
+        closed = False
+
+        async def close() -> None:
+            nonlocal closed
+            if not closed:
+                closed = True
+                await self.limiter.close_stream(key, lease)
+
+        async def send_then_free(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                await close()  # free before the client can see the end: it may ask again at once
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, send_then_free)
         finally:
-            await self.limiter.close_stream(key, lease)
+            await close()
 
 
 class RequestIds:

@@ -242,7 +242,7 @@ async def chat_completions(request: Request) -> Response:
     turn = DoorTurn(svc.backend.streams, record, footnotes=_footnotes(request, body))
     headers = {"X-Ragline-Session": record.session_id}
     if body.stream:
-        frames = _stream(svc, who, body, question, turn, door, model)
+        frames = _stream(svc, who, body, question, turn, door, model, slot)
         return StreamingResponse(frames, media_type="text/event-stream", headers={**HEADERS, **headers}, background=BackgroundTask(slot.close))
     try:
         await inputs.while_connected(request, _read_all(turn))
@@ -295,7 +295,9 @@ async def _read_all(turn: DoorTurn) -> None:
 
 
 async def _stream(svc: HttpHost, who: Principal, body: ChatCompletionRequest, question: Question, turn: DoorTurn,
-                  door: DoorSessions, model: str) -> AsyncIterator[str]:
+                  door: DoorSessions, model: str, slot: StreamSlot) -> AsyncIterator[str]:
+    """The completion's chunks; the key's stream slot is free before [DONE], so a client that asks
+    again as soon as it has read one answer is never refused for it."""
     ident, created = completion_id(), now()
     finished = False
     try:
@@ -313,12 +315,14 @@ async def _stream(svc: HttpHost, who: Principal, body: ChatCompletionRequest, qu
         finished = True
         if (failure := turn.failure) is not None:
             yield _data(error_body(failure.message, type_=failure.type, code=failure.code))
+            await slot.close()
             yield "data: [DONE]\n\n"
             return
         await door.remember(who, body.model, question.conversation_after(turn.text), turn.record.session_id)
         yield _data(chunk(ident, body.model, created, {}, turn.finish_reason, references=turn.references(), ragline=turn.ids()))
         if body.include_usage:
             yield _data(usage_chunk(ident, body.model, created, await usage(svc.core.local_engines, model, prompt_texts(body), [turn.text, turn.reasoning])))
+        await slot.close()
         yield "data: [DONE]\n\n"
     finally:
         if not finished:  # the client left mid-answer: nobody reads it any more (OpenAI's streams do not resume)

@@ -212,7 +212,23 @@ async def test_a_bad_body_is_openais_400(server, scripted_model, body, param):
     assert not scripted_model.requests
 
 
-async def test_a_key_streams_no_more_answers_at_once_than_it_may(server, scripted_model):
+@pytest.fixture
+def slow_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream slot takes 0.5 s to free (a busy machine, a Redis round trip): one freed only after
+    the client saw the end of its answer refuses the client's next question."""
+    from ragline.service.key_limits import KeyLimiter
+
+    release = KeyLimiter.close_stream
+
+    async def slowly(self: KeyLimiter, key: str, lease: str) -> None:
+        await asyncio.sleep(0.5)
+        await release(self, key, lease)
+
+    monkeypatch.setattr(KeyLimiter, "close_stream", slowly)
+
+
+async def test_a_key_streams_no_more_answers_at_once_than_it_may(server, scripted_model, slow_release):
+    """And the slot of an answer is free once its client has read the answer: asking again at once is no 429."""
     scripted_model.on(lambda body: True, Reply.text("slow answer", first_delay=1.5))
     async with AsyncOpenAI(base_url=f"{server.url}/v1", api_key="key-c", max_retries=0, timeout=60) as client:
         ask = [{"role": "user", "content": "Say something slowly."}]
@@ -223,6 +239,15 @@ async def test_a_key_streams_no_more_answers_at_once_than_it_may(server, scripte
         for stream in running:
             assert "".join([c.choices[0].delta.content or "" async for c in stream if c.choices]) == "slow answer"
         assert (await client.chat.completions.create(model="ragline", messages=ask)).choices[0].message.content == "slow answer"
+    async with httpx.AsyncClient(base_url=server.url, timeout=60, headers={"X-API-Key": "key-c"}) as http:
+        async def asked() -> int:  # on the native SSE door, each on a session of its own
+            sid = (await http.post("/api/v1/sessions", json={"title": "t"})).json()["id"]
+            async with http.stream("POST", f"/api/v1/sessions/{sid}/chat", json={"query": "Say something slowly."}) as response:
+                await response.aread()
+                return response.status_code
+
+        assert await asyncio.gather(asked(), asked()) == [200, 200]
+        assert await asked() == 200  # at once: both slots are free by the end of their streams
 
 
 async def test_leaving_a_stream_stops_the_turn_and_keeps_what_was_sent(server, scripted_model):
