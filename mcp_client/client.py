@@ -107,21 +107,18 @@ class McpClient:
 
     @asynccontextmanager
     async def _session(self, name: str, server: McpServer, user: McpUser | None) -> AsyncIterator[ClientSession]:
+        raise_if_paused = None
         if server.transport == "stdio":
             transport = stdio_client(StdioServerParameters(command=server.command or "", args=server.args, env=server.env or None))
-            async with transport as (read, write), ClientSession(read, write, read_timeout_seconds=server.timeout_s) as session:
-                await session.initialize()
-                yield session
-            return
-        auth, raise_if_paused = None, None
-        if server.oauth:
-            if self.oauth is None or user is None:
-                raise McpServerError(f"MCP server {name!r} needs a user's authorization, and this host cannot ask for it")
-            auth, raise_if_paused = self.oauth.auth(name, server.url or "", user, server.oauth_scope)
-        http = create_mcp_http_client(headers=server.headers, auth=auth)
+        else:
+            auth = None
+            if server.oauth:
+                if self.oauth is None or user is None:
+                    raise McpServerError(f"MCP server {name!r} needs a user's authorization, and this host cannot ask for it")
+                auth, raise_if_paused = self.oauth.auth(name, server.url or "", user, server.oauth_scope)
+            transport = streamable_http_client(server.url or "", http_client=create_mcp_http_client(headers=server.headers, auth=auth))
         try:
-            async with (streamable_http_client(server.url or "", http_client=http) as (read, write),
-                        ClientSession(read, write, read_timeout_seconds=server.timeout_s) as session):
+            async with transport as (read, write), ClientSession(read, write, read_timeout_seconds=server.timeout_s) as session:
                 await session.initialize()
                 yield session
         except Exception:

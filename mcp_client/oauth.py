@@ -30,7 +30,8 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, PKCEPa
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from ragline import defaults
-from ragline.mcp_client.credentials import CredentialStore
+from ragline.mcp_client.credentials import CredentialStore, RedisCredentialStore, SqliteCredentialStore
+from ragline.settings import Settings
 
 CALLBACK_PATH = "/api/v1/mcp/oauth/callback"  # where the browser comes back (api/mcp_oauth.py)
 
@@ -198,3 +199,15 @@ class OAuthFlows:
     async def forget(self, server: str, user: McpUser) -> None:
         """Drop the user's tokens for the server: the next use asks for authorization again."""
         await self.store.delete(_key("tokens", server, user))
+
+
+def open_oauth_flows(settings: Settings, redis_async: Callable[[str], Any]) -> OAuthFlows | None:
+    """The flows of the servers marked `oauth` (None when none is): tokens in Redis with redis_url
+    (the browser may come back to any replica), else data_dir/service/mcp_oauth.sqlite; the
+    browser comes back to settings.public_url (default http://host:port)."""
+    if not any(server.oauth for server in settings.agent_mcp_servers.values()):
+        return None
+    store: CredentialStore = (RedisCredentialStore(redis_async("mcp-oauth")) if settings.redis_url
+                              else SqliteCredentialStore(settings.data_dir / "service" / "mcp_oauth.sqlite"))
+    public = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+    return OAuthFlows(store, f"{public}{CALLBACK_PATH}")

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from ragline.ingestion.image_chunks import ImageIndexer
     from ragline.ingestion.service import IngestionService
     from ragline.mcp_client.client import McpClient
-    from ragline.mcp_client.oauth import OAuthFlows
     from ragline.memory.service import MemoryService
     from ragline.models.chat import ChatClient
     from ragline.models.embeddings import Embedder
@@ -304,30 +303,13 @@ class Services:
 
     @property
     def mcp(self) -> McpClient:
-        """The MCP servers agent-mode assistants may name (settings agent_mcp_servers), and their tool lists."""
+        """The MCP servers agent-mode assistants may name (settings agent_mcp_servers), their tool
+        lists, and MCP OAuth for those marked `oauth` (mcp_client/oauth.py)."""
         from ragline.mcp_client.client import McpClient
-
-        servers = self.settings.agent_mcp_servers
-        oauth = self.mcp_oauth if any(server.oauth for server in servers.values()) else None
-        return self._once("mcp", lambda: McpClient(servers, oauth=oauth))
-
-    @property
-    def mcp_oauth(self) -> OAuthFlows:
-        """MCP OAuth: each user's tokens for the servers marked `oauth`, and the authorizations they
-        have yet to finish; in Redis with redis_url (the browser may come back to any replica),
-        else data_dir/service/mcp_oauth.sqlite."""
-        from ragline.mcp_client.credentials import CredentialStore, RedisCredentialStore, SqliteCredentialStore
-        from ragline.mcp_client.oauth import CALLBACK_PATH, OAuthFlows
+        from ragline.mcp_client.oauth import open_oauth_flows
 
         settings = self.settings
-        public = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
-
-        def flows() -> OAuthFlows:
-            store: CredentialStore = (RedisCredentialStore(self.redis_async("mcp-oauth")) if settings.redis_url
-                                      else SqliteCredentialStore(settings.data_dir / "service" / "mcp_oauth.sqlite"))
-            return OAuthFlows(store, f"{public}{CALLBACK_PATH}")
-
-        return self._once("mcp_oauth", flows)
+        return self._once("mcp", lambda: McpClient(settings.agent_mcp_servers, oauth=open_oauth_flows(settings, self.redis_async)))
 
     # --- lifecycle ---
 
