@@ -29,7 +29,7 @@ from ragline.api.schemas import (
     WaitingCall,
 )
 from ragline.api.sse import follow, last_event_id, sse_response
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.service.access import ConflictError, Principal
 from ragline.service.assistants import Assistant
 from ragline.service.registry import Decision, RunRecord

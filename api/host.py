@@ -21,7 +21,7 @@ from ragline.ingestion.service import IngestionService
 from ragline.retrieval.stack import RetrievalStack
 from ragline.service.access import Principal
 from ragline.service.assistant_service import AssistantService
-from ragline.service.backend import Backend, stream_kind
+from ragline.service.backend import Backend, open_backend, stream_kind
 from ragline.service.conversations import ConversationService
 from ragline.service.job_service import JobService, open_jobs
 from ragline.service.runs import RunManager
@@ -47,7 +47,7 @@ class HttpHost:
 
     @property
     def backend(self) -> Backend:
-        """The root's run backend (Services.run_backend), through the run manager that drives it."""
+        """The run backend this host opened on the root (checkpoints, streams, registry, graphs), through the run manager that drives it."""
         return self.runs.backend
 
     def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
@@ -67,16 +67,16 @@ async def open_host(core: Services) -> AsyncIterator[HttpHost]:
     keyring = KeyRing.from_settings(settings)
     core.start_warm_up()
     try:
-        backend = await core.run_backend()
-        runs = RunManager(backend, core)
-        await runs.start()
-        try:
-            shared = backend.redis is not None and stream_kind(settings) == "redis"
-            async with open_jobs(core, backend.streams, shared=shared) as jobs:
-                assistants = AssistantService(backend.assistants, core)
-                yield HttpHost(runs, ConversationService(backend, runs), keyring, core, jobs, assistants)
-        finally:
-            await runs.aclose()
+        async with open_backend(core) as backend:  # the host's: closed before the root's Redis clients it uses
+            runs = RunManager(backend, core)
+            await runs.start()
+            try:
+                shared = backend.redis is not None and stream_kind(settings) == "redis"
+                async with open_jobs(core, backend.streams, shared=shared) as jobs:
+                    assistants = AssistantService(backend.assistants, core)
+                    yield HttpHost(runs, ConversationService(backend, runs), keyring, core, jobs, assistants)
+            finally:
+                await runs.aclose()
     finally:
         await core.aclose()
 

@@ -42,18 +42,12 @@ from ragline.api.schemas import (
     SearchResults,
     TextDocumentIn,
 )
+from ragline.contracts.passages import ChunkType, SearchResult
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
 from ragline.retrieval.locations import PAGE_STARTS
 from ragline.retrieval.reranking import rerank_results
-from ragline.retrieval.types import (
-    ChunkType,
-    Knowledge,
-    KnowledgeBase,
-    KnowledgeBaseType,
-    SearchParams,
-    SearchResult,
-)
+from ragline.retrieval.types import Knowledge, KnowledgeBase, KnowledgeBaseType, SearchParams
 from ragline.service.access import Principal
 from ragline.service.jobs import JobRecord
 from ragline.service.knowledge_access import authorize_knowledge

@@ -38,7 +38,7 @@ from ragline.api.errors import ApiError, Unauthorized, error_body, validation_me
 from ragline.api.guards import api_key_of
 from ragline.api.host import HttpHost, host_of
 from ragline.api.schemas import SearchRequest
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import RetrievalError
 from ragline.service.access import Principal, ServiceError

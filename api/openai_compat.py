@@ -33,7 +33,7 @@ from ragline.api.guards import api_key_of
 from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
 from ragline.api.sse import HEADERS
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.service.access import NotFoundError, Principal
 from ragline.service.assistants import Assistant
 from ragline.service.key_limits import Limiter

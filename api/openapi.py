@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from starlette.routing import BaseRoute, Route
 
 from ragline.api.stream_schema import event_schema, response_type_schema
-from ragline.graph.events import StreamResponse
+from ragline.contracts.events import StreamResponse
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 

@@ -8,16 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragline import defaults
 from ragline.api.inputs import plain_text
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.request import PipelineRequest
 from ragline.ingestion.faq_import import FAQEntry, FAQImportReport  # noqa: F401  (FAQImportReport: a response model)
-from ragline.retrieval.types import (
-    ChunkingConfig,
-    FAQIndexMode,
-    Knowledge,
-    KnowledgeBase,
-    KnowledgeBaseType,
-    SearchResult,
-)
+from ragline.retrieval.types import ChunkingConfig, FAQIndexMode, Knowledge, KnowledgeBase, KnowledgeBaseType
 from ragline.service.assistant_service import AssistantCreate, AssistantUpdate
 from ragline.service.assistants import Assistant
 from ragline.service.chat_history import MessageHit, SearchMode

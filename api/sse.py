@@ -20,7 +20,7 @@ from starlette.responses import StreamingResponse
 from ragline import defaults
 from ragline.api.errors import ApiError
 from ragline.checkpoints.streams import StreamEntry, StreamManager
-from ragline.graph.events import ResponseType
+from ragline.contracts.events import ResponseType
 from ragline.service.replay import coalesce
 
 HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}

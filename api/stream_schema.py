@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragline.graph.events import ResponseType
+from ragline.contracts.events import ResponseType
 
 _NOT_SENT = "Ragline's pipelines do not send it today."
 

@@ -1,6 +1,6 @@
 """Wiki routes: the state of a knowledge base's wiki pages, and a rebuild on demand.
 
-Pages are rebuilt in the background after documents change (service/wiki.py); these routes show
+Pages are rebuilt in the background after documents change (ingestion/wiki_scheduler.py); these routes show
 how the last rebuild went (pages written, failed and why) and start one by hand, e.g. after a
 provider outage made pages fail. The status is read in a thread: in shared mode it comes from
 Redis through a sync client, which on the event loop would stall every stream of the process.
@@ -16,8 +16,8 @@ from starlette.responses import JSONResponse, Response
 from ragline.api import inputs
 from ragline.api.host import host_of
 from ragline.api.openapi import doc
+from ragline.ingestion.wiki_scheduler import WikiStatus
 from ragline.retrieval.errors import KnowledgeBaseAccessError
-from ragline.service.wiki import WikiStatus
 
 TAG = "knowledge"
 

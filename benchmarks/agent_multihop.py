@@ -44,8 +44,8 @@ class Row:
 
 
 async def ask(graph: Any, services: Any, request: Any, tenant: str, agent_tools: tuple[str, ...]) -> Asked:
-    from ragline.graph.context import RunContext, RunHost
-    from ragline.graph.events import ResponseType
+    from ragline.contracts.context import RunContext, RunHost
+    from ragline.contracts.events import ResponseType
     from ragline.graph.turn import stream_turn
 
     session_id = str(uuid.uuid4())
@@ -74,7 +74,7 @@ def _p50(values: list[float]) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    from ragline.generation import scoring
+    from ragline.evaluation import scoring
 
     lines = [f"{'mode':9} {'n':>3} {'EM':>6} {'F1':>6} {'gold in':>7} {'not found':>9} {'tools/q':>7} {'first p50 s':>11} {'done p50 s':>10}"]
     for row in rows:
@@ -97,7 +97,14 @@ def table(rows: list[Row]) -> str:
 
 async def main(data: Path, questions: int, seed: int, model: str | None) -> None:
     from ragline.checkpoints.savers import memory_saver
-    from ragline.generation.evaluation import AnswerEvalOptions, build_request, ensure_kb, load_qa_set, sample_questions, warm_up
+    from ragline.evaluation.answers import (
+        AnswerEvalOptions,
+        build_request,
+        ensure_kb,
+        load_qa_set,
+        sample_questions,
+        warm_up,
+    )
     from ragline.graph.agent import build_agent_graph
     from ragline.graph.graphs import build_graph
     from ragline.models.chat import LOCAL_TOOLS_REFUSAL

@@ -58,9 +58,9 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 async def ask(graph: Any, services: Any, kb_id: str, question: str, session_id: str | None = None) -> Turn:
-    from ragline.graph.context import RunContext, RunHost
-    from ragline.graph.events import ResponseType
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.context import RunContext, RunHost
+    from ragline.contracts.events import ResponseType
+    from ragline.contracts.request import PipelineRequest
     from ragline.graph.turn import stream_turn
 
     request = PipelineRequest(query=question, knowledge_base_ids=(kb_id,))

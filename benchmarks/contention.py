@@ -98,8 +98,8 @@ async def ingestion_rate(services: Any, texts: list[str]) -> float:
 
 
 async def first_tokens(services: Any, graph: Any, kb_id: str, questions: list[str]) -> float:
-    from ragline.generation.evaluation import ask
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest
+    from ragline.evaluation.answers import ask
 
     times = []
     for question in questions:
@@ -173,7 +173,7 @@ async def run(args: argparse.Namespace) -> None:
     import tempfile
 
     from ragline.checkpoints.savers import memory_saver
-    from ragline.generation.evaluation import warm_up
+    from ragline.evaluation.answers import warm_up
     from ragline.graph.graphs import build_graph
     from ragline.ingestion.sample import ensure_sample_kb
     from ragline.services import Services

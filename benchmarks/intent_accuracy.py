@@ -23,7 +23,7 @@ SEARCH = {"kb_search", "", "summarize", "clarification"}
 
 
 async def exemplar_labels(questions: list[str]) -> tuple[list[str], list[float]]:
-    from ragline.generation.intents import ExemplarIntents
+    from ragline.models.intents import ExemplarIntents
     from ragline.services import Services
 
     services = Services.from_settings()
@@ -38,7 +38,7 @@ async def exemplar_labels(questions: list[str]) -> tuple[list[str], list[float]]
 
 
 async def llm_labels(questions: list[str]) -> tuple[list[str], list[float]]:
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest
     from ragline.nodes.query_understand import understand
     from ragline.services import Services
 

@@ -94,10 +94,10 @@ async def main() -> int:
     if args.without_guards:
         remove_guards()
     from ragline.checkpoints.savers import memory_saver
-    from ragline.generation import scoring
-    from ragline.generation.evaluation import ask, warm_up
+    from ragline.contracts.request import PipelineRequest
+    from ragline.evaluation import scoring
+    from ragline.evaluation.answers import ask, warm_up
     from ragline.graph.graphs import build_graph
-    from ragline.graph.request import PipelineRequest
     from ragline.ingestion.service import IngestionService, TextDocument
     from ragline.retrieval.errors import KnowledgeBaseNotFoundError
     from ragline.services import Services

@@ -148,7 +148,7 @@ def fusion_variants(settings: Any, grid: bool) -> dict[str, Any]:
 
 
 async def rankings(services: Any, kb: Any, questions: list[Question], grid: bool = False) -> dict[str, dict[str, int | None]]:
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest
     from ragline.retrieval.types import SearchParams
 
     stack = services.retrieval
@@ -183,10 +183,10 @@ def retrieval_table(ranks: dict[str, dict[str, int | None]]) -> str:
 
 async def answers(services: Any, kb: Any, questions: list[Question]) -> list[dict[str, Any]]:
     from ragline.checkpoints.savers import memory_saver
-    from ragline.generation import scoring
-    from ragline.generation.evaluation import ask, warm_up
+    from ragline.contracts.request import PipelineRequest
+    from ragline.evaluation import scoring
+    from ragline.evaluation.answers import ask, warm_up
     from ragline.graph.graphs import build_graph
-    from ragline.graph.request import PipelineRequest
 
     graph = build_graph("ragline", checkpointer=memory_saver())
     await warm_up(services)

@@ -22,17 +22,17 @@ import asyncio
 from pathlib import Path
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.retrieval.relevance import relevance_scores
-from ragline.retrieval.types import SearchResult
 
 THRESHOLDS = (0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
 
 
 async def pools(data: Path, questions: int, seed: int) -> list[tuple[str, list[SearchResult], list[str], set[str]]]:
     """(question, hits, the BEIR id of each hit, gold ids) per sampled question."""
-    from ragline.generation.evaluation import AnswerEvalOptions, ensure_kb, load_qa_set, sample_questions
+    from ragline.contracts.passages import SearchTarget
+    from ragline.evaluation.answers import AnswerEvalOptions, ensure_kb, load_qa_set, sample_questions
     from ragline.retrieval.targets import TargetSearch, search_targets
-    from ragline.retrieval.types import SearchTarget
     from ragline.services import Services
 
     services = Services.from_settings()

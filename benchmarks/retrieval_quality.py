@@ -18,15 +18,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ragline.contracts.passages import MatchType
+from ragline.evaluation.retrieval import WHOLE_DOCUMENT, doc_text, doc_title, load_beir
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.config import RetrievalConfig
-from ragline.retrieval.evaluation import WHOLE_DOCUMENT, doc_text, doc_title, load_beir
 from ragline.retrieval.fusion import Hit, fuse
 from ragline.retrieval.hybrid import fusion_args
 from ragline.retrieval.metrics import METRICS, score_run
 from ragline.retrieval.stack import RetrievalStack
-from ragline.retrieval.types import ChunkingConfig, MatchType, SearchParams
+from ragline.retrieval.types import ChunkingConfig, SearchParams
 from ragline.services import Services
 
 QUERY_LIMITS = {"cmrc2018_dev": 800}  # the baselines use the first 800 CMRC questions

@@ -38,10 +38,10 @@ def _read(path: Path) -> list[dict]:
 async def main(paragraphs: int, searches: int, slice_size: int) -> None:
     os.environ["RAGLINE_DATA_DIR"] = tempfile.mkdtemp(prefix="ragline-beside-")
     from ragline import defaults
+    from ragline.contracts.passages import SearchTarget
     from ragline.ingestion.sample import ensure_sample_kb
     from ragline.ingestion.service import TextDocument
     from ragline.retrieval.targets import search_targets
-    from ragline.retrieval.types import SearchTarget
     from ragline.services import Services
 
     defaults.LOCAL_EMBEDDING_PASSAGE_SLICE = slice_size

@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from ragline import defaults
-from ragline.graph.state import checkpoint_types
+from ragline.contracts.state import checkpoint_types
 
 REDIS_MAX_CONNECTIONS = 256  # per process and client; commands queue for a connection beyond it
 

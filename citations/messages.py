@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-REASONING_KEY = "reasoning_content"  # where litellm/LangChain adapters put thinking text
+from ragline.contracts.thread_messages import REASONING_KEY
 
 TextFn = Callable[[str], str]
 KeyedTextFn = Callable[[str, str | None], str]

@@ -24,19 +24,13 @@ from ragline.citations.attribution import Attributor, TextEmbedder
 from ragline.citations.grounding import review
 from ragline.citations.links import LinkGuard
 from ragline.citations.plain import plain_text
+from ragline.contracts import events, thread_messages
+from ragline.contracts.context import RunContext
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import ChatResponse, ErrorKind, PipelineError, PipelineState, TurnIds
 from ragline.generation.citing import answer_registry, cited_messages, source_chunks
+from ragline.generation.message_stream import AnswerChunks
 from ragline.generation.messages import answer_messages, fixed_response
-from ragline.graph import events, thread_messages
-from ragline.graph.context import RunContext
-from ragline.graph.message_stream import AnswerChunks
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import (
-    ChatResponse,
-    ErrorKind,
-    PipelineError,
-    PipelineState,
-    TurnIds,
-)
 from ragline.models.chat import (
     ChatClient,
     ChatModelError,
@@ -44,6 +38,7 @@ from ragline.models.chat import (
     Message,
     StreamEnd,
 )
+from ragline.services import services_in
 
 TRUNCATED_EMPTY_HINT = (
     "The answer reached the model's output limit before any text was produced. "
@@ -209,7 +204,7 @@ def _user_words(messages: list[Message]) -> list[str]:
 
 def _embedder(context: RunContext) -> TextEmbedder | None:
     """The run's embedder, for attribution; a host that gave no services gets no attribution."""
-    services = context.host.services
+    services = services_in(context)
     return services.embedder if services is not None else None
 
 
@@ -241,7 +236,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
     """The generation stage: references first when there are contexts, the cited answer, the stored message."""
     request, turn = state["request"], state["turn"]
     results = list(state.get("merge_results", []))
-    messages = await answer_messages(state, context.host.services)
+    messages = await answer_messages(state, services_in(context))
     registry: Registry | None = None
     attributor: Attributor | None = None
     links: LinkGuard | None = None

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.retrieval.own_text import unexpanded
-from ragline.retrieval.types import SearchResult
 from ragline.settings import Settings
 
 TokenCounter = Callable[[list[str]], Awaitable[list[int]]]

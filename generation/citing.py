@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.messages import convert_to_messages, convert_to_openai_messages
 
 from ragline.citations import Registry, SourceChunk
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.ingestion.instructions import without_instructions
 from ragline.models.chat import Message
 

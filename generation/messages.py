@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 from ragline import prompts
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import HistoryTurn, PipelineState
 from ragline.generation.vision import (
     Part,
     context_image_parts,
@@ -21,8 +23,6 @@ from ragline.generation.vision import (
     supports_vision,
     user_image_parts,
 )
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import HistoryTurn, PipelineState
 from ragline.models.chat import Message
 from ragline.services import Services
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from ragline import defaults
+from ragline.contracts.state import HistoryTurn
 from ragline.generation.budget import TokenCounter
-from ragline.graph.state import HistoryTurn
 
 NO_CONVERSATION = "(none)"
 _CJK_OR_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")

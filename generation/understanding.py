@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ragline.graph.state import normalize_intent
+from ragline.contracts.state import normalize_intent
 
 REWRITE_ALIASES = ("rewrite_query", "rewritten_query", "rewrite", "rewritten", "query", "question")
 INTENT_ALIASES = ("intent", "intention", "query_intent", "category")

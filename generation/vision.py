@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ragline import defaults
-from ragline.graph.request import ImageInput, PipelineRequest
+from ragline.contracts.request import ImageInput, PipelineRequest
 from ragline.ingestion.image_store import StoredImages
 from ragline.models.local_engine import PROVIDER
 from ragline.models.openai_stream import serves_directly
+from ragline.models.vision import vision_data_url
 from ragline.settings import Settings
 
 # PIL's format name -> the media type a provider is told; nothing else is sent (the seed's set)
-VISION_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 IMAGE_CHUNK_TYPES = ("image_ocr", "image_caption", "image_vector")  # image hits: their images go first
 Part = dict[str, Any]
 
@@ -78,33 +77,6 @@ def context_image_refs(results: Iterable[Any]) -> list[ImageRef]:
     for ref in [*hits, *others]:
         unique.setdefault(ref.url, ref)
     return list(unique.values())
-
-
-def vision_data_url(data: bytes, max_bytes: int = defaults.CONTEXT_IMAGE_MAX_BYTES) -> str | None:
-    """A `data:` URL a provider accepts: the image as it is when it is a PNG, JPEG, WebP or GIF
-    within `max_bytes`, else re-encoded as a smaller JPEG; None for anything else."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as image:  # the header only, until a re-encode needs pixels
-            kind = image.format or ""
-            if kind not in VISION_FORMATS or image.width * image.height > defaults.IMAGE_MAX_PIXELS:
-                return None
-            if len(data) > max_bytes:
-                data, kind = _smaller_jpeg(image), "JPEG"
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
-        return None
-    if len(data) > max_bytes:
-        return None
-    return f"data:{VISION_FORMATS[kind]};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def _smaller_jpeg(image: Any) -> bytes:
-    copy = image.convert("RGB")
-    copy.thumbnail((defaults.CONTEXT_IMAGE_MAX_SIDE, defaults.CONTEXT_IMAGE_MAX_SIDE))
-    out = io.BytesIO()
-    copy.save(out, "JPEG", quality=85)
-    return out.getvalue()
 
 
 def context_image_parts(refs: Sequence[ImageRef], store: StoredImages, limit: int = defaults.CONTEXT_IMAGES_MAX) -> list[Part]:

@@ -42,15 +42,15 @@ from langgraph.types import Overwrite
 from ragline import defaults
 from ragline.citations import Registry, SourceChunk
 from ragline.citations.references import build_references, references_payload
+from ragline.contracts import events, thread_messages
+from ragline.contracts.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentState
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.state import ChatResponse
 from ragline.generation.answer import assistant_message, chat_options, is_truncation, model_error_update
 from ragline.generation.vision import ImageRef, context_image_parts, supports_vision
-from ragline.graph import events, thread_messages
-from ragline.graph.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentState
 from ragline.graph.approval import announce, approval
 from ragline.graph.binding import HostDefaults
-from ragline.graph.context import RunContext, context_of
 from ragline.graph.mcp_oauth import ask, authorize, user_of
-from ragline.graph.state import ChatResponse
 from ragline.mcp_client.oauth import AuthorizationRequired
 from ragline.models.chat import ChatClient, ChatModelError, StreamEnd
 from ragline.models.tool_calls import ToolCallRequest

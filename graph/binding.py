@@ -13,8 +13,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.request import AgentConfig
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.request import AgentConfig
 from ragline.services import Services
 
 

@@ -16,12 +16,12 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from ragline.contracts.context import RunContext
+from ragline.contracts.events import ProgressWindow
+from ragline.contracts.state import PipelineState, TurnResults, UnderstoodTurn
 from ragline.graph.binding import HostDefaults
-from ragline.graph.context import RunContext
-from ragline.graph.events import ProgressWindow
 from ragline.graph.progress import close_window, open_window
 from ragline.graph.routes import after_search, data_analysis_or_close, web_fetch_or_merge
-from ragline.graph.state import PipelineState, TurnResults, UnderstoodTurn
 from ragline.nodes.chunk_merge import chunk_merge
 from ragline.nodes.chunk_search import chunk_search
 from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel

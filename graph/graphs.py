@@ -20,17 +20,17 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from ragline.contracts.context import RunContext
+from ragline.contracts.request import AgentConfig
+from ragline.contracts.state import ChatInput, ChatOutput, PipelineInput, PipelineOutput, PipelineState
 from ragline.graph.binding import HostDefaults
 from ragline.graph.cards import knowledge_search_card, plain_knowledge_search_card, query_understand_card
-from ragline.graph.context import RunContext
-from ragline.graph.request import AgentConfig
 from ragline.graph.routes import (
     after_begin_turn,
     after_knowledge_search,
     chat_or_rag,
     search_or_answer,
 )
-from ragline.graph.state import ChatInput, ChatOutput, PipelineInput, PipelineOutput, PipelineState
 from ragline.nodes import begin_turn as turn_start
 from ragline.nodes.chat_completion import chat_completion
 from ragline.nodes.chat_completion_stream import chat_completion_stream

@@ -18,10 +18,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ragline.graph import events
-from ragline.graph.agent_state import AgentState
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.state import TurnIds
+from ragline.contracts import events
+from ragline.contracts.agent_state import AgentState
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.state import TurnIds
 from ragline.mcp_client.oauth import AuthorizationRequired, McpUser
 from ragline.services import services_of
 

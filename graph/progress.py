@@ -15,10 +15,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph import events
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.events import ProgressWindow
-from ragline.graph.state import PipelineState
+from ragline.contracts import events
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.events import ProgressWindow
+from ragline.contracts.state import PipelineState
 
 WindowNode = Callable[..., Awaitable[dict[str, Any]]]  # a node of any card's graph
 

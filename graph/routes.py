@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ragline.graph.state import ErrorKind, PipelineState, needs_retrieval
+from ragline.contracts.state import ErrorKind, PipelineState, needs_retrieval
 
 # --- conditions ---
 

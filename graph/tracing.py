@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Span
 
-    from ragline.graph.context import RunContext
+    from ragline.contracts.context import RunContext
 
 TRACER_NAME = "ragline"
 LANGFUSE_DEFAULT_HOST = "https://cloud.langfuse.com"

@@ -10,53 +10,26 @@ graph themselves (Studio, a parent graph).
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from ragline.graph import events, tracing
-from ragline.graph.context import RunContext
-from ragline.graph.events import ProgressWindow, ResponseType, StreamResponse
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import ChatResponse, TurnIds
+from ragline.contracts import events
+from ragline.contracts.context import RunContext, turn_ids, with_turn_ids
+from ragline.contracts.events import ProgressWindow, ResponseType, StreamResponse
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import ChatResponse
+from ragline.graph import tracing
 
 if TYPE_CHECKING:  # the graphs import begin_turn, which imports this module
     from ragline.graph.graphs import Graph
 
 log = logging.getLogger(__name__)
 Durability = Literal["sync", "async", "exit"]
-
-
-def _thread_id() -> str:
-    """The running graph's thread id (Studio, a parent graph), or '' outside a run or without one."""
-    try:
-        from langgraph.config import get_config
-
-        return str((get_config().get("configurable") or {}).get("thread_id") or "")
-    except RuntimeError:
-        return ""
-
-
-def with_turn_ids(context: RunContext) -> RunContext:
-    """The context with every id the caller left empty minted (the one place ids are made). A
-    session is a thread: without a session id, the turn belongs to the run's thread."""
-    return replace(
-        context,
-        session_id=context.session_id or _thread_id() or str(uuid.uuid4()),
-        request_id=context.request_id or str(uuid.uuid4()),
-        user_message_id=context.user_message_id or str(uuid.uuid4()),
-        assistant_message_id=context.assistant_message_id or str(uuid.uuid4()),
-    )
-
-
-def turn_ids(context: RunContext) -> TurnIds:
-    context = with_turn_ids(context)
-    return TurnIds(context.session_id, context.request_id, context.user_message_id, context.assistant_message_id)
 
 
 @dataclass

@@ -19,18 +19,13 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType
 from ragline.ingestion.parsers import decode_text
 from ragline.ingestion.service import IngestionService, PreparedDocument, Progress
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.errors import IngestionError
 from ragline.retrieval.faq import normalize_question
-from ragline.retrieval.types import (
-    ChunkType,
-    FAQIndexMode,
-    Knowledge,
-    KnowledgeBase,
-    KnowledgeBaseType,
-)
+from ragline.retrieval.types import FAQIndexMode, Knowledge, KnowledgeBase, KnowledgeBaseType
 
 _LIST_SPLIT = re.compile(r"\s*(?:\n|\|\||\|)\s*")
 _ALIASES = {

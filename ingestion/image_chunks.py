@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType
 from ragline.ingestion.chunker import chunk_text, embedding_text
 from ragline.ingestion.ids import new_id
 from ragline.ingestion.image_store import StoredImages
@@ -32,11 +33,11 @@ from ragline.ingestion.ocr import ImageReader
 from ragline.ingestion.ocr_process import OcrProcess
 from ragline.models.chat import ChatClient, ChatOptions
 from ragline.models.embeddings import Embedder
+from ragline.models.vision import vision_data_url
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.image_recall import image_space
 from ragline.retrieval.locations import END, PAGES, START
-from ragline.retrieval.tokenizer import tokenize
-from ragline.retrieval.types import ChunkType
+from ragline.retrieval.tokenizer import keyword_tokens
 from ragline.retrieval.vector_store import VectorRow
 
 log = logging.getLogger(__name__)
@@ -74,8 +75,6 @@ class ImageIndexer:
         gone or cannot be sent gets no row: its text chunks still find it)."""
         if self.embedder is None:
             return []
-        from ragline.generation.vision import vision_data_url  # lazily: generation imports the graph package
-
         sources: list[tuple[ChunkRecord, str]] = []
         for chunk in (c for c in chunks if c.chunk_type == ChunkType.IMAGE_VECTOR):
             url = str((chunk.metadata.get("images") or [{}])[0].get("url", ""))
@@ -155,7 +154,7 @@ def image_chunk_records(readings: Sequence[ImageReading], text_chunks: Sequence[
                         "images": [image_info(reading, content if kind == ChunkType.IMAGE_OCR else "")], **placed_at(anchor)}
             text = embedding_text(content, headings)
             out.append(ChunkRecord(new_id(), kb_id, knowledge_id, start + len(out), content, kind, metadata=metadata,
-                                   tokens=_tokens(text, doc_title)))
+                                   tokens=keyword_tokens(text, doc_title)))
         if vectors:  # the seed's image row: the description as content, the image's own vector as its only index
             description = reading.caption or reading.ocr_text[: defaults.IMAGE_CAPTION_MAX_CHARS]
             metadata = {"headings": headings, "title": doc_title, "text_chunk_id": anchor.id if anchor else None,
@@ -178,8 +177,3 @@ def carry_over(old: Sequence[ChunkRecord], text_chunks: Sequence[ChunkRecord]) -
         out.append(ChunkRecord(uuid.uuid4().hex, chunk.knowledge_base_id, chunk.knowledge_id, start + i, chunk.content,
                                chunk.chunk_type, metadata=metadata, tokens=chunk.tokens, indexed=chunk.indexed))
     return out
-
-
-def _tokens(text: str, title: str) -> list[str]:
-    # same as service.keyword_tokens (kept here to avoid an import cycle): the title is a BM25 field
-    return (tokenize(title) if title and title != "untitled" else []) + tokenize(text)

@@ -10,7 +10,7 @@ contexts given to a model carry a marker in their place, so the model never read
 answer sentence can be attributed to them.
 
 Only phrasings that address the one who answers are matched, never single words: "ignore a
-reading below 0 °C" or "the answer is on page 4" are data. graph/input_check.py refuses questions
+reading below 0 °C" or "the answer is on page 4" are data. generation/input_check.py refuses questions
 with OVERRIDE; documents are checked with ADDRESSED, which is narrower where prose needs it.
 """
 
@@ -26,7 +26,7 @@ _LANGUAGES = r"(?:english|french|german|spanish|italian|portuguese|russian|chine
 
 OVERRIDE_FROM_NOW_ON = r"\bfrom\s+now\s+on,?\s+(?:you\s+(?:only\s+)?(?:(?:are|will|must|shall|should|may)\s+)?(?:a|an|only|answer|reply|respond|speak|act|ignore|obey|not)\b|ignore|answer\s+only)"
 
-# In a question: an attempt to override the assistant's instructions (graph/input_check.py refuses it).
+# In a question: an attempt to override the assistant's instructions (generation/input_check.py refuses it).
 OVERRIDE = [
     re.compile(pattern, re.IGNORECASE)
     for pattern in (

@@ -13,7 +13,7 @@ without a model call (idempotent), changed ones are rewritten and swapped in thr
 ingestion writer (one catalog transaction: all or nothing per page), pages nobody plans any more
 are removed. A base without the wiki converges on no pages. A rebuild may be given a fence, awaited
 right before each page's commit and each removal: the scheduler's check that the rebuild still holds
-its base's lock (service/wiki_lock.py), so a rebuild that lost it writes nothing more.
+its base's lock (ingestion/wiki_lock.py), so a rebuild that lost it writes nothing more.
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ragline import defaults, prompts
+from ragline.contracts.passages import ChunkType
 from ragline.ingestion.chunker import embedding_text
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.stack import RetrievalStack
-from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase
+from ragline.retrieval.tokenizer import keyword_tokens
+from ragline.retrieval.types import Knowledge, KnowledgeBase
 
 if TYPE_CHECKING:
     from ragline.ingestion.service import IngestionService
@@ -149,8 +151,6 @@ def page_messages(title: str, documents: Sequence[tuple[str, str]]) -> list[dict
 def page_chunk(kb_id: str, knowledge: Knowledge, text: str, sources: list[str]) -> tuple[ChunkRecord, str]:
     """The page's one chunk and what is embedded. The slug line is for the model (aliased to res://)
     and for links; it is neither embedded nor keyword-indexed: a uuid matches nothing a user asks."""
-    from ragline.ingestion.service import keyword_tokens
-
     slug = wiki_slug(knowledge.id)
     chunk = ChunkRecord(
         uuid.uuid4().hex, kb_id, knowledge.id, 0, f"{text}\n\nWiki page: [[{slug}|{knowledge.title}]]", ChunkType.WIKI_PAGE,

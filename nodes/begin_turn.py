@@ -16,11 +16,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import ValidationError
 
-from ragline.graph import events, thread_messages
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.input_check import Refusal, validate_input
-from ragline.graph.request import PipelineRequest, effective_request
-from ragline.graph.state import (
+from ragline.contracts import events, thread_messages
+from ragline.contracts.context import RunContext, context_of, turn_ids
+from ragline.contracts.request import PipelineRequest, effective_request
+from ragline.contracts.state import (
     PER_TURN_ACCUMULATING,
     PER_TURN_RESET,
     ErrorKind,
@@ -28,8 +27,9 @@ from ragline.graph.state import (
     PipelineState,
     TurnIds,
 )
-from ragline.graph.turn import turn_ids
+from ragline.generation.input_check import Refusal, validate_input
 from ragline.retrieval.errors import RetrievalError
+from ragline.services import services_in
 
 
 def _invalid(turn: TurnIds, context: RunContext, message: str) -> NoReturn:
@@ -60,7 +60,7 @@ async def _with_kb_ids(request: PipelineRequest, context: RunContext) -> Pipelin
     service passes ids it has authorized: those need no lookup. A name the tenant has no base of
     is left as given, and the search reports it as any unknown base."""
     names = [kb for kb in request.knowledge_base_ids if not _KB_ID.fullmatch(kb)]
-    services = context.host.services
+    services = services_in(context)
     if not names or services is None:
         return request
     knowledge_bases = services.retrieval.knowledge_bases

@@ -13,9 +13,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.state import PipelineState
 from ragline.generation.answer import answer_turn
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.state import PipelineState
 from ragline.services import services_of
 
 

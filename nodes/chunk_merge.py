@@ -12,8 +12,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext
-from ragline.graph.state import PipelineState
+from ragline.contracts.context import RunContext
+from ragline.contracts.state import PipelineState
 from ragline.retrieval import merge as step
 from ragline.retrieval.merge_images import prune_markdown_images
 from ragline.services import services_of

@@ -16,16 +16,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragline import defaults
-from ragline.graph import events
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.events import ProgressWindow
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import (
-    ErrorKind,
-    PipelineError,
-    PipelineState,
-    merge_search_results,
-)
+from ragline.contracts import events
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.events import ProgressWindow
+from ragline.contracts.passages import SearchResult, merge_search_results
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import ErrorKind, PipelineError, PipelineState
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import (
     EmbeddingModelMismatchError,
@@ -34,7 +30,6 @@ from ragline.retrieval.errors import (
     RetrievalError,
 )
 from ragline.retrieval.targets import TargetSearch, search_targets
-from ragline.retrieval.types import SearchResult
 from ragline.services import services_of
 from ragline.web.search import WebSearch, WebSearchError
 

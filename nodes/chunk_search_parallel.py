@@ -12,8 +12,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.state import ErrorKind, PipelineError, PipelineState
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.state import ErrorKind, PipelineError, PipelineState
 from ragline.retrieval.chat_history import chat_history_targets
 from ragline.retrieval.scope import has_knowledge_scope, resolve_targets
 from ragline.services import services_of

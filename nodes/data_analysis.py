@@ -15,8 +15,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext
-from ragline.graph.state import PipelineState
+from ragline.contracts.context import RunContext
+from ragline.contracts.state import PipelineState
 from ragline.services import services_of
 from ragline.tabular.analysis import first_table_document
 

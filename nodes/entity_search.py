@@ -12,9 +12,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.state import PipelineState
 from ragline.entities.store import GraphStoreError
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.state import PipelineState
 from ragline.retrieval.entity_hits import search_entity_graph
 from ragline.retrieval.scope import DocumentScope, resolve_targets
 from ragline.services import services_of

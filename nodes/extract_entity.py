@@ -14,10 +14,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragline.contracts.context import RunContext
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import PipelineState, needs_kb_retrieval
 from ragline.entities.extraction import ExtractionError, extract_query_entities
-from ragline.graph.context import RunContext
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import PipelineState, needs_kb_retrieval
 from ragline.models.chat import ChatModelError
 from ragline.retrieval.scope import has_knowledge_scope, resolve_targets
 from ragline.services import Services, services_of

@@ -11,18 +11,18 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragline import prompts
+from ragline.contracts import events
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.request import FallbackStrategy
+from ragline.contracts.state import ChatResponse, PipelineState
 from ragline.generation.answer import (
     assistant_message,
     chat_options,
     model_error_update,
     stream_answer,
 )
+from ragline.generation.message_stream import AnswerChunks
 from ragline.generation.messages import fallback_template, fixed_response, placeholder_values
-from ragline.graph import events
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.message_stream import AnswerChunks
-from ragline.graph.request import FallbackStrategy
-from ragline.graph.state import ChatResponse, PipelineState
 from ragline.models.chat import ChatModelError
 from ragline.services import services_of
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragline.contracts.context import RunContext
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.state import PipelineState
 from ragline.generation.budget import context_budget, fit_budget
-from ragline.graph.context import RunContext
-from ragline.graph.state import PipelineState
 from ragline.retrieval.relevance import joins_facts
-from ragline.retrieval.types import SearchResult
 from ragline.services import services_of
 
 

@@ -1,7 +1,7 @@
 """into_chat_message: assemble the user message from the question and the contexts
 (seed: PluginIntoChatMessage, into_chat_message.go).
 
-The seed's ValidateInput gate runs earlier, when the turn begins (graph/input_check.py). The contexts are
+The seed's ValidateInput gate runs earlier, when the turn begins (generation/input_check.py). The contexts are
 rendered once, through the answer's citation registry: each under its alias, FAQ answers first
 and marked exact when FAQ priority is on; for a local model, as plain passages (see
 `ragline.citations.render.render_plain_results`). The context template is rendered even with no
@@ -17,11 +17,11 @@ from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 
 from ragline import prompts
+from ragline.contracts import thread_messages
+from ragline.contracts.context import RunContext
+from ragline.contracts.state import PipelineState
 from ragline.generation.citing import render_contexts, source_chunks
 from ragline.generation.messages import placeholder_values
-from ragline.graph import thread_messages
-from ragline.graph.context import RunContext
-from ragline.graph.state import PipelineState
 from ragline.services import services_of
 
 

@@ -16,9 +16,9 @@ from langgraph.runtime import Runtime
 
 from ragline import defaults
 from ragline.citations.messages import message_text
-from ragline.graph import thread_messages
-from ragline.graph.context import RunContext
-from ragline.graph.state import HistoryTurn, PipelineState
+from ragline.contracts import thread_messages
+from ragline.contracts.context import RunContext
+from ragline.contracts.state import HistoryTurn, PipelineState
 from ragline.models.think import strip_think
 
 

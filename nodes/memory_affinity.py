@@ -19,10 +19,10 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.runtime import Runtime
 
 from ragline import defaults
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.state import PipelineState
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.state import PipelineState
 from ragline.memory.citations import CitationLedger, cited_documents, count_citations
-from ragline.retrieval.types import SearchResult
 from ragline.services import services_of
 
 log = logging.getLogger(__name__)

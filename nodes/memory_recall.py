@@ -15,9 +15,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragline import defaults
-from ragline.graph import events
-from ragline.graph.context import RunContext, context_of
-from ragline.graph.state import PipelineState
+from ragline.contracts import events
+from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.state import PipelineState
 from ragline.memory.service import Caller, render_memory_prompt
 from ragline.services import services_of
 

@@ -4,7 +4,7 @@ One model call with rewrite.yaml (or the request's rewrite prompts) returns JSON
 self-contained question, the intent and, for images, their description. A separate small model
 may do it, falling back to the chat model when it fails. A first-turn text question has nothing
 to rewrite, and neither has a follow-up that stands on its own (generation/standalone.py): their
-intent comes from embedded exemplars (generation/intents.py), without a call. The rewrite reads
+intent comes from embedded exemplars (models/intents.py), without a call. The rewrite reads
 the conversation cut to a token budget (generation/rewrite.py); its fixed system prompt is the
 prompt cache's prefix on the local model. For intents that need no retrieval the
 system prompt is overridden from intent_prompts.yaml (applyIntentPromptOverride).
@@ -24,15 +24,15 @@ from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 
 from ragline import defaults, prompts
+from ragline.contracts import thread_messages
+from ragline.contracts.context import RunContext
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import PipelineState, QueryIntent, needs_retrieval
 from ragline.generation.messages import language_of
 from ragline.generation.rewrite import NO_CONVERSATION, conversation_within_budget, estimated_tokens
 from ragline.generation.standalone import stands_on_its_own
 from ragline.generation.understanding import Understanding, parse_understanding
 from ragline.generation.vision import supports_vision
-from ragline.graph import thread_messages
-from ragline.graph.context import RunContext
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import PipelineState, QueryIntent, needs_retrieval
 from ragline.models.chat import ChatModelError, ChatOptions, Message
 from ragline.models.embeddings import EmbeddingError
 from ragline.services import Services, services_of

@@ -12,9 +12,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import PipelineState
+from ragline.contracts.context import RunContext
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import PipelineState
 from ragline.retrieval.reranking import rerank_results
 from ragline.services import services_of
 

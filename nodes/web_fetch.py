@@ -15,10 +15,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import PipelineState
-from ragline.retrieval.types import SearchResult
+from ragline.contracts.context import RunContext
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import PipelineState
 from ragline.services import services_of
 from ragline.web.fetch import WebFetcher
 from ragline.web.guard import WebFetchError

@@ -12,9 +12,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragline import defaults
-from ragline.graph.context import RunContext
-from ragline.graph.state import PipelineState
-from ragline.retrieval.types import SearchResult
+from ragline.contracts.context import RunContext
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.state import PipelineState
 from ragline.services import services_of
 
 WIKI_PAGE = "wiki_page"

@@ -40,12 +40,12 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from ragline import defaults
 from ragline.citations.plain import plain_text
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnFailed
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnFailed
 from ragline.retrieval.passages import QUERY_LIMIT, search_passages
-from ragline.retrieval.types import SearchResult
 from ragline.services import Services
 
 __all__ = ["QUERY_LIMIT", "AskInput", "RaglineRetriever", "passage_document", "ragline_tool", "search_tool", "tool_answer"]

@@ -1,5 +1,8 @@
 """The composition root: every long-lived service the stages call, built once from settings, and
-the clients and stores under them (Redis clients, local model engines, the run backend).
+the clients and stores under them (Redis clients, local model engines). It holds knowledge and
+models only: the run backend (checkpoints, streams, run registry, compiled graphs) belongs to the
+host that runs turns (service/backend.py `open_backend`), so the root never contains the graph
+that reads it.
 
 Replaces the seed's DI container (internal/container/container.go). Every host builds one
 `Services` and hands it to each run through `RunContext.host.services`: the CLI, the HTTP service,
@@ -12,13 +15,11 @@ Heavy parts open on first use, once, behind a lock, so a pure-chat turn never op
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import sys
 import threading
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,19 +32,18 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis as AsyncRedis
 
     from ragline.entities.store import GraphStore
-    from ragline.generation.intents import ExemplarIntents
     from ragline.ingestion.image_chunks import ImageIndexer
     from ragline.ingestion.service import IngestionService
+    from ragline.ingestion.wiki_scheduler import WikiScheduler
     from ragline.mcp_client.client import McpClient
     from ragline.memory.service import MemoryService
     from ragline.models.chat import ChatClient
     from ragline.models.embeddings import Embedder
+    from ragline.models.intents import ExemplarIntents
     from ragline.models.local_engine import LocalEngines
     from ragline.models.rerank import Reranker
     from ragline.retrieval.stack import RetrievalStack
     from ragline.retrieval.types import Knowledge, KnowledgeBase
-    from ragline.service.backend import Backend
-    from ragline.service.wiki import WikiScheduler
     from ragline.tabular.analysis import TabularAnalysis
     from ragline.web.fetch import WebFetcher
     from ragline.web.search import WebSearch
@@ -68,9 +68,6 @@ class Services:
     memory_store_factory: Callable[[], BaseStore] | None = None
     _lazies: dict[str, Lazy[Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _backend: Backend | None = field(default=None, repr=False)
-    _backend_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
-    _backend_stack: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **factories: Any) -> Services:
@@ -182,8 +179,8 @@ class Services:
     def wiki(self) -> WikiScheduler:
         """Wiki pages of wiki-enabled bases, rebuilt in the background after their documents change."""
         from ragline.ingestion.wiki import WikiBuilder
-        from ragline.service.wiki import WikiScheduler
-        from ragline.service.wiki_status import open_wiki_statuses
+        from ragline.ingestion.wiki_scheduler import WikiScheduler
+        from ragline.ingestion.wiki_status import open_wiki_statuses
 
         return self._once("wiki", lambda: WikiScheduler(lambda: WikiBuilder(self.retrieval, self.ingestion, self.chat()),
                                                         lambda: self.retrieval.catalog, open_wiki_statuses(self.shared_redis)))
@@ -242,7 +239,7 @@ class Services:
     @property
     def intents(self) -> ExemplarIntents:
         """First-turn intent from embedded exemplars (no generation call)."""
-        from ragline.generation.intents import ExemplarIntents
+        from ragline.models.intents import ExemplarIntents
 
         return self._once("intents", lambda: ExemplarIntents(self.embedder))
 
@@ -324,19 +321,6 @@ class Services:
         return (not settings.chat_model.startswith(f"{PROVIDER}/") and not direct_chat) or any(
             not model.startswith(f"{PROVIDER}/") for model in remote)
 
-    # --- runs ---
-
-    async def run_backend(self) -> Backend:
-        """The run backend (service/backend.py: checkpoints, event streams, the run registry,
-        sessions and assistants, on these settings and this root's Redis client), opened on first
-        use and closed with the services. The HTTP service and its run manager share it."""
-        async with self._backend_lock:
-            if self._backend is None:
-                from ragline.service.backend import open_backend
-
-                self._backend = await self._backend_stack.enter_async_context(open_backend(self))
-            return self._backend
-
     def start_warm_up(self) -> threading.Thread | None:
         """Import litellm in a thread now when a configured model goes through it: the first import
         takes seconds, and made on the event loop during a turn it would stall every stream of the
@@ -352,8 +336,6 @@ class Services:
     async def aclose(self) -> None:
         """Close what was opened (the run backend, the memory store's file, the graph store's and
         every Redis client's connections, the chat models' connection pools); stop wiki rebuilds."""
-        await self._backend_stack.aclose()  # before the Redis clients it uses
-        self._backend = None
         if "ragline.models.openai_stream" in sys.modules:  # a command that called no model imports none to close
             await sys.modules["ragline.models.openai_stream"].close_sessions()
         wiki = self._lazies.get("wiki")
@@ -372,6 +354,12 @@ class Services:
                     await result
             except Exception as exc:  # closing is best effort at shutdown
                 log.warning("closing the %s failed: %s", name, exc)
+
+
+def services_in(context: Any) -> Services | None:
+    """The services a run's context carries, or None when its host gave none (Studio without a root, a bare test)."""
+    services = getattr(getattr(context, "host", None), "services", None)
+    return services if isinstance(services, Services) else None
 
 
 def services_of(runtime: Any) -> Services:

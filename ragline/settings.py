@@ -1,6 +1,6 @@
 """Process-wide settings, read once from the environment (prefix RAGLINE_) or a .env file.
 
-Per-request knobs live in `ragline.graph.state.PipelineRequest`; these are the deployment's
+Per-request knobs live in `ragline.contracts.state.PipelineRequest`; these are the deployment's
 choices: which models, where data lives, which engines back the stores.
 """
 

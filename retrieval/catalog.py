@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase, utcnow
+from ragline.contracts.passages import ChunkType
+from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knowledge_bases (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL,

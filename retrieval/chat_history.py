@@ -9,8 +9,9 @@ a base that merely has the name but not the tag is never written to or searched 
 
 from __future__ import annotations
 
+from ragline.contracts.passages import SearchTarget
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.types import KnowledgeBase, SearchTarget
+from ragline.retrieval.types import KnowledgeBase
 
 CHAT_HISTORY_TAG = "chat_history"
 NAME_PREFIX = "chat-history/"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.entities.store import GraphStore
 from ragline.entities.types import GraphMatch, Namespace
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.scope import DocumentScope
-from ragline.retrieval.types import SearchResult
 
 GRAPH_SOURCE = "graph"
 

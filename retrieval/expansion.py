@@ -23,13 +23,9 @@ from typing import Protocol
 import jieba
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.retrieval.tokenizer import STOPWORDS, ensure_jieba, split_scripts, tokenize
-from ragline.retrieval.types import (
-    KnowledgeBase,
-    KnowledgeBaseType,
-    SearchParams,
-    SearchResult,
-)
+from ragline.retrieval.types import KnowledgeBase, KnowledgeBaseType, SearchParams
 
 
 class Searcher(Protocol):

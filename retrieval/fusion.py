@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragline.retrieval.types import MatchType
+from ragline.contracts.passages import MatchType
 
 
 @dataclass

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType, MatchType, SearchResult
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import Catalog, ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
@@ -34,14 +35,7 @@ from ragline.retrieval.fusion import Fused, Hit, fuse, normalize_keyword_scores
 from ragline.retrieval.image_recall import image_depth, image_space, vector_pool
 from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.retrieval.tokenizer import tokenize
-from ragline.retrieval.types import (
-    ChunkType,
-    KnowledgeBase,
-    KnowledgeBaseType,
-    MatchType,
-    SearchParams,
-    SearchResult,
-)
+from ragline.retrieval.types import KnowledgeBase, KnowledgeBaseType, SearchParams
 from ragline.retrieval.vector_store import VectorStore
 
 log = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType, SearchResult, merge_search_results
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.locations import joined_location
 from ragline.retrieval.merge_images import absorb_image_hit, merge_image_info, prune_markdown_images, resolve_image_chains
@@ -15,11 +16,9 @@ from ragline.retrieval.own_text import lent, with_joined_span
 from ragline.retrieval.searchutil import (
     is_content_contained,
     join_chunk_content,
-    merge_search_results,
     overlap_coefficient,
     tokenize_simple,
 )
-from ragline.retrieval.types import ChunkType, SearchResult
 
 HISTORY_MATCH = "history"
 

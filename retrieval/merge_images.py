@@ -17,9 +17,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ragline.contracts.passages import ChunkType, MatchType, SearchResult
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.own_text import rewritten
-from ragline.retrieval.types import ChunkType, MatchType, SearchResult
 
 IMAGE_HIT_TYPES = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION, ChunkType.IMAGE_VECTOR)
 STORED_IMAGE_SCHEME = "local://images/"  # ingestion/images.py URL_SCHEME: only stored images have an ImageInfo

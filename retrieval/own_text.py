@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ragline.retrieval.types import SearchResult
+from ragline.contracts.passages import SearchResult
 
 OWN_SPAN = "own_span"
 

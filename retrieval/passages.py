@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType, SearchResult
 from ragline.retrieval.reranking import rerank_results
-from ragline.retrieval.types import ChunkType, SearchParams, SearchResult
+from ragline.retrieval.types import SearchParams
 
 QUERY_LIMIT = 2_000  # characters of a tool call's question: an agent's query, not a document
 IMAGE_HITS = (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION, ChunkType.IMAGE_VECTOR)

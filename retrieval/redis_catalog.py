@@ -22,11 +22,12 @@ from typing import Any
 import redis
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType
 from ragline.retrieval import redis_catalog_scripts as lua
 from ragline.retrieval.catalog import ChunkRecord, KeywordCorpus
 from ragline.retrieval.errors import KnowledgeBaseExistsError, RetrievalError
 from ragline.retrieval.redis_connect import connect_search, out_of_memory
-from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase, utcnow
+from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
 
 PREFIX = "ragline:cat:"
 _BATCH = 500  # rows per pipeline round trip while staging, ids per read script

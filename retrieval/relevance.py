@@ -70,8 +70,8 @@ from collections.abc import Sequence
 from functools import cache
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.retrieval.tokenizer import has_han, tokenize
-from ragline.retrieval.types import SearchResult
 
 # How a question asks, not what about (and what it asks for: a summary, an overview): passages rarely
 # contain these, and their absence says nothing.

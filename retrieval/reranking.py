@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType, SearchResult
 from ragline.models.rerank import Reranker, RerankError
 from ragline.retrieval.rerank_limits import passage_max_chars
 from ragline.retrieval.searchutil import tokenize_simple
-from ragline.retrieval.types import ChunkType, SearchResult
 from ragline.retrieval.vision_rerank import SCORED_BY, VisionReranker, picture_scores
 
 WEB_SOURCE = "web_search"

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ragline.contracts.passages import SearchTarget
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.types import SearchTarget
 
 
 class Scoped(Protocol):

@@ -7,10 +7,8 @@ by the current text and the chunk index, never by parser offsets that manual edi
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
-from typing import Any
 
 _SIMPLE_TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_]+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
@@ -56,33 +54,3 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(item for item in items if item))
 
 
-def content_signature(content: str) -> str:
-    """searchutil.BuildContentSignature: whitespace- and case-insensitive hash of a passage."""
-    normalized = " ".join(content.lower().split())
-    return hashlib.sha1(normalized.encode("utf-8")).hexdigest()
-
-
-def _result_keys(result: Any) -> tuple[str, str]:
-    if isinstance(result, dict):
-        return str(result.get("id", "")), content_signature(str(result.get("content", "")))
-    return str(getattr(result, "id", "")), content_signature(str(getattr(result, "content", "")))
-
-
-def merge_search_results(existing: list[Any] | None, new: list[Any] | None) -> list[Any]:
-    """Reducer of parallel search branches (replaces Clone + RunParallel + removeDuplicateResults).
-
-    A result is dropped when its chunk id or its content signature was already seen; the first
-    occurrence wins, so the order is stable.
-    """
-    merged: list[Any] = []
-    seen_ids: set[str] = set()
-    seen_signatures: set[str] = set()
-    for result in [*(existing or []), *(new or [])]:
-        chunk_id, signature = _result_keys(result)
-        if (chunk_id and chunk_id in seen_ids) or signature in seen_signatures:
-            continue
-        if chunk_id:
-            seen_ids.add(chunk_id)
-        seen_signatures.add(signature)
-        merged.append(result)
-    return merged

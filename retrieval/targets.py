@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.passages import MatchType, SearchResult, SearchTarget, merge_search_results
 from ragline.retrieval.expansion import expand_search
 from ragline.retrieval.relevance import relevant
 from ragline.retrieval.scope import target_documents
-from ragline.retrieval.searchutil import merge_search_results
 from ragline.retrieval.stack import RetrievalStack
-from ragline.retrieval.types import MatchType, SearchParams, SearchResult, SearchTarget
+from ragline.retrieval.types import SearchParams
 
 
 @dataclass(frozen=True)

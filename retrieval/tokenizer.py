@@ -80,3 +80,11 @@ def tokenize(text: str) -> list[str]:
             words[i] = stem
     return words
 
+
+UNTITLED = "untitled"  # the title of a document that has none: never indexed as a word
+
+
+def keyword_tokens(text: str, title: str) -> list[str]:
+    """BM25 tokens of a chunk: its document's title (a title field, as BM25F weights one) and its text
+    (benchmarks/retrieval_quality.py measures the title field on Cranfield, CMRC and XQuAD)."""
+    return (tokenize(title) if title and title != UNTITLED else []) + tokenize(text)

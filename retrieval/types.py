@@ -1,4 +1,4 @@
-"""Boundary models of the search API (SearchParams in, SearchResult out) and the catalog rows.
+"""Boundary models of the search API (SearchParams in; the passage, SearchResult, out: contracts/passages.py) and the catalog rows.
 
 Replaces types.SearchParams / types.SearchResult / KnowledgeBase of the seed
 (internal/types, used by knowledgebase_search.go).
@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ragline import defaults
 
@@ -27,23 +27,6 @@ class KnowledgeBaseType(StrEnum):
 class FAQIndexMode(StrEnum):
     QUESTION_ONLY = "question_only"  # embed each question alone
     QUESTION_ANSWER = "question_answer"  # embed question + answer together
-
-
-class ChunkType(StrEnum):
-    TEXT = "text"
-    PARENT = "parent_text"  # context holder of parent/child chunking; never indexed itself
-    FAQ = "faq"
-    IMAGE_OCR = "image_ocr"  # text read from an image of a document (or an uploaded image) by offline OCR
-    IMAGE_CAPTION = "image_caption"  # an image's description by the configured vision model
-    WIKI_PAGE = "wiki_page"  # a summary page the chat model wrote from one or a few documents (ingestion/wiki.py)
-    IMAGE_VECTOR = "image_vector"  # an image's own vector by the multimodal embedding model; never keyword-indexed
-
-
-class MatchType(StrEnum):
-    VECTOR = "vector"
-    KEYWORD = "keyword"
-    HYBRID = "hybrid"  # found by both retrievers and fused
-    IMAGE_VECTOR = "image_vector"  # recalled through the image's own vector (retrieval/image_recall.py)
 
 
 class ChunkingConfig(BaseModel):
@@ -118,33 +101,3 @@ class SearchParams(BaseModel):
     keyword_query: str | None = Field(None, description="Keyword side text when it differs (query expansion).")
 
 
-class SearchResult(BaseModel):
-    id: str
-    content: str
-    score: float
-    knowledge_id: str
-    knowledge_base_id: str
-    knowledge_title: str = ""
-    chunk_index: int = 0
-    chunk_type: ChunkType = ChunkType.TEXT
-    match_type: MatchType = MatchType.VECTOR
-    pre_chunk_id: str | None = None
-    next_chunk_id: str | None = None
-    parent_chunk_id: str | None = None
-    vector_score: float | None = None  # similarity before fusion (rerank's image rule reads it)
-    keyword_score: float | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class SearchTarget(BaseModel):
-    """One knowledge base to search, optionally narrowed to documents or tags."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    knowledge_base_id: str = Field(description="The knowledge base to search.")
-    knowledge_ids: tuple[str, ...] = Field((), description="Only these documents of the knowledge base.")
-    tag_ids: tuple[str, ...] = Field((), description="Only documents with these tags.")
-
-    @property
-    def is_scoped(self) -> bool:
-        return bool(self.knowledge_ids or self.tag_ids)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import cast
+from typing import Protocol, cast
 
-from ragline.ingestion.image_store import StoredImages
+from ragline.contracts.passages import ChunkType, SearchResult
 from ragline.models.rerank import Reranker, RerankError, RerankScore
-from ragline.retrieval.types import ChunkType, SearchResult
+from ragline.models.vision import vision_data_url
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +36,16 @@ def sees_images(model: str, declared: bool | None) -> bool:
     return model.rsplit("/", 1)[-1].lower() in KNOWN_MULTIMODAL_RERANKERS
 
 
+class ImageBytes(Protocol):
+    """Where a picture's bytes are read (the image store of ingestion/image_store.py); blocks: call it in a worker thread."""
+
+    def read(self, url: str) -> bytes | None: ...
+
+
 class VisionReranker(Reranker):
     """A rerank model that scores text passages and pictures in one call."""
 
-    def __init__(self, reranker: Reranker, images: StoredImages) -> None:
+    def __init__(self, reranker: Reranker, images: ImageBytes) -> None:
         super().__init__(reranker.model, reranker.api_base, reranker.api_key, reranker.timeout, reranker.retry)
         self.images = images
 
@@ -49,12 +55,10 @@ class VisionReranker(Reranker):
         return await self.rerank(query, cast(list[str], list(documents)))
 
 
-def picture_of(result: SearchResult, images: StoredImages) -> dict[str, str] | None:
+def picture_of(result: SearchResult, images: ImageBytes) -> dict[str, str] | None:
     """The image document of an image_vector hit: its stored image (files or the shared Redis), in a
     format and size providers take, as base64 (Jina's form); None when it cannot be read. Blocking:
     run it in a thread."""
-    from ragline.generation.vision import vision_data_url  # lazily: generation imports the graph package
-
     if result.chunk_type != ChunkType.IMAGE_VECTOR:
         return None
     infos = [i for i in result.metadata.get("images", []) or [] if isinstance(i, dict) and i.get("url")]
@@ -64,7 +68,7 @@ def picture_of(result: SearchResult, images: StoredImages) -> dict[str, str] | N
 
 
 def documents_with_pictures(results: Sequence[SearchResult], passages: Sequence[str],
-                            images: StoredImages) -> tuple[list[Document], set[str]]:
+                            images: ImageBytes) -> tuple[list[Document], set[str]]:
     """One document per result: its picture when it is a readable image hit, else its passage as a
     text object (a mixed list is all objects); and the ids that went as pictures."""
     documents: list[Document] = []

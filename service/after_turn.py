@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from ragline.citations.messages import message_text
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.memory.citations import CitationLedger, cited_documents
 from ragline.service.chat_history import AnsweredTurn, ChatHistoryService
 from ragline.service.registry import RunRecord

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ragline.graph.request import AgentConfig, PipelineRequest, effective_request
+from ragline.contracts.request import AgentConfig, PipelineRequest, effective_request
 from ragline.mcp_client.client import McpServerError
 from ragline.mcp_client.oauth import AuthorizationRequired, McpUser
 from ragline.models.chat import LOCAL_TOOLS_REFUSAL, ChatClient

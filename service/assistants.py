@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
-from ragline.graph.request import AgentConfig
+from ragline.contracts.request import AgentConfig
 from ragline.mcp_client.names import SEPARATOR
 from ragline.nodes.tools import DEFAULT_TOOLS, TOOLS
 from ragline.settings import McpServerName

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.retrieval.chat_history import (
     CHAT_HISTORY_TAG,
     chat_history_name,
@@ -28,7 +29,7 @@ from ragline.retrieval.chat_history import (
 )
 from ragline.retrieval.errors import KnowledgeBaseExistsError
 from ragline.retrieval.reranking import rerank_results
-from ragline.retrieval.types import KnowledgeBase, SearchParams, SearchResult
+from ragline.retrieval.types import KnowledgeBase, SearchParams
 from ragline.services import Services
 
 log = logging.getLogger(__name__)

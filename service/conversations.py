@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from ragline.citations import references_payload
 from ragline.citations.messages import message_text
+from ragline.contracts import thread_messages
 from ragline.generation.citing import source_chunks
-from ragline.graph import thread_messages
 from ragline.service import threads
 from ragline.service.access import (
     ConflictError,

@@ -21,7 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragline import defaults
-from ragline.retrieval.types import Knowledge, SearchResult
+from ragline.contracts.passages import SearchResult
+from ragline.retrieval.types import Knowledge
 
 MAX_TOP_K = 200  # the REST search's rerank_top_k bound
 MAX_CONDITIONS = 50

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 from ragline import defaults
 from ragline.checkpoints.streams import Event, StreamManager
 from ragline.citations.plain import Citation, PlainText
-from ragline.graph.events import ResponseType
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
 from ragline.retrieval.locations import ChunkLocation
 from ragline.service.access import Principal, ServiceError
 from ragline.service.assistants import Assistant

@@ -7,7 +7,7 @@ allowed, plus `allowed_models`, or the tenant's own list in `tenant_models`.
 
 from __future__ import annotations
 
-from ragline.graph.request import AgentConfig, PipelineRequest
+from ragline.contracts.request import AgentConfig, PipelineRequest
 from ragline.service.access import InvalidRequestError
 from ragline.settings import Settings
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AnyMessage
 
-from ragline.graph import thread_messages
+from ragline.contracts import thread_messages
 from ragline.service import threads
 from ragline.service.access import ForbiddenError, NotFoundError, Principal
 from ragline.service.conversations import ConversationService

@@ -32,9 +32,9 @@ from pydantic import ValidationError
 from ragline import plain_errors
 from ragline.checkpoints.streams import StreamManager
 from ragline.citations.plain import PlainText
-from ragline.graph.events import ResponseType
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import ErrorKind
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import ErrorKind
 from ragline.retrieval.errors import KnowledgeBaseAccessError, KnowledgeBaseNotFoundError
 from ragline.service.access import InvalidRequestError, NotFoundError, Principal
 from ragline.service.mcp_tools import AnswerReference, Seen, fold

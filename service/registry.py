@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 
 from ragline import defaults
 from ragline.checkpoints.streams import Fence
-from ragline.graph.state import TurnIds
+from ragline.contracts.state import TurnIds
 
 
 @dataclass(frozen=True)

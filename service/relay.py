@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragline.checkpoints.streams import Event, Fence, FenceLost, StreamManager
-from ragline.graph.context import ExclusiveSink, RunContext
-from ragline.graph.events import ResponseType, StreamResponse, as_json
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.context import ExclusiveSink, RunContext
+from ragline.contracts.events import ResponseType, StreamResponse, as_json
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.turn import TurnDriver
 from ragline.service.registry import RunRecord
 from ragline.service.replay import Transcript

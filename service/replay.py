@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragline.checkpoints.streams import Event, StreamEntry
-from ragline.graph.events import ResponseType
+from ragline.contracts.events import ResponseType
 
 DELTA_TYPES = (ResponseType.ANSWER.value, ResponseType.THINKING.value, ResponseType.REFLECTION.value)
 

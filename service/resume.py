@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ragline.checkpoints.streams import Event
-from ragline.graph.events import ResponseType
+from ragline.contracts.events import ResponseType
 from ragline.service.replay import Transcript, signature
 
 

@@ -35,13 +35,13 @@ from langgraph.types import Command
 
 from ragline import defaults
 from ragline.checkpoints.streams import Event, FenceLost
-from ragline.graph import events
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.events import as_json
-from ragline.graph.input_check import validate_input
-from ragline.graph.request import AgentConfig, PipelineRequest
-from ragline.graph.state import TurnFailed
-from ragline.graph.turn import TurnDriver, turn_ids
+from ragline.contracts import events
+from ragline.contracts.context import RunContext, RunHost, turn_ids
+from ragline.contracts.events import as_json
+from ragline.contracts.request import AgentConfig, PipelineRequest
+from ragline.contracts.state import TurnFailed
+from ragline.generation.input_check import validate_input
+from ragline.graph.turn import TurnDriver
 from ragline.logs import bind_log_ids
 from ragline.mcp_client.oauth import McpUser
 from ragline.service import threads

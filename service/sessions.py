@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 
 
 def utcnow() -> datetime:

@@ -13,8 +13,8 @@ from typing import Any
 
 from ragline.checkpoints.streams import Event
 from ragline.citations.messages import message_text
-from ragline.graph import events
-from ragline.graph.events import as_json
+from ragline.contracts import events
+from ragline.contracts.events import as_json
 from ragline.service import threads
 from ragline.service.relay import Run
 

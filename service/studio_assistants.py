@@ -29,7 +29,7 @@ class Published:
 
 
 def studio_context(assistant: Assistant) -> dict[str, Any]:
-    """The run context (graph/context.py RunContext, as JSON) of a turn with this assistant."""
+    """The run context (contracts/context.py RunContext, as JSON) of a turn with this assistant."""
     return {"tenant_id": assistant.tenant_id, "agent": assistant.config.model_dump(mode="json", exclude_none=True),
             "assistant_id": assistant.id, "assistant_version": assistant.version, **assistant.agent_tools()}
 

@@ -23,10 +23,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from ragline.citations.messages import message_text
-from ragline.graph import thread_messages
-from ragline.graph.context import RunContext
+from ragline.contracts import thread_messages
+from ragline.contracts.context import RunContext
+from ragline.contracts.state import PipelineState, TurnIds
 from ragline.graph.graphs import Graph
-from ragline.graph.state import PipelineState, TurnIds
 
 EDIT = "edit_messages"  # the editor graph's node: what a thread's history names as an edit's writer
 Editor = CompiledStateGraph[PipelineState, RunContext, PipelineState, PipelineState]

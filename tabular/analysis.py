@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.models.chat import ChatClient, ChatModelError, ChatOptions
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.types import Knowledge, SearchResult
+from ragline.retrieval.types import Knowledge
 from ragline.tabular.workspace import (
     TABLE_FILE_TYPES,
     TableSchema,

@@ -57,8 +57,8 @@ def test_citations_print_as_footnotes_with_their_sources():
     import io
 
     from ragline.commands.terminal import TerminalPrinter
-    from ragline.graph import events
-    from ragline.graph.state import TurnIds
+    from ragline.contracts import events
+    from ragline.contracts.state import TurnIds
 
     out = io.StringIO()
     printer = TerminalPrinter(out, io.StringIO(), color=False)
@@ -73,8 +73,8 @@ def test_a_sentence_no_passage_supports_prints_a_question_mark_explained_under_t
 
     from ragline.citations.tags import UNSUPPORTED_MARK
     from ragline.commands.terminal import UNSUPPORTED_NOTE, TerminalPrinter
-    from ragline.graph import events
-    from ragline.graph.state import TurnIds
+    from ragline.contracts import events
+    from ragline.contracts.state import TurnIds
 
     out = io.StringIO()
     printer = TerminalPrinter(out, io.StringIO(), color=False)
@@ -90,8 +90,8 @@ def test_a_footnote_names_the_page_or_heading_path_of_its_passage():
     import io
 
     from ragline.commands.terminal import TerminalPrinter
-    from ragline.graph import events
-    from ragline.graph.state import TurnIds
+    from ragline.contracts import events
+    from ragline.contracts.state import TurnIds
 
     out = io.StringIO()
     printer = TerminalPrinter(out, io.StringIO(), color=False)
@@ -107,8 +107,8 @@ def test_an_answer_over_a_knowledge_base_carries_no_unsearched_note():
     import io
 
     from ragline.commands.terminal import UNSEARCHED_NOTE, TerminalPrinter
-    from ragline.graph import events
-    from ragline.graph.state import TurnIds
+    from ragline.contracts import events
+    from ragline.contracts.state import TurnIds
 
     turn = TurnIds("s", "r", "u", "a")
     for searched in (True, False):
@@ -123,8 +123,8 @@ def test_a_matched_source_prints_as_a_marked_footnote_and_is_listed_as_matched()
     import io
 
     from ragline.commands.terminal import TerminalPrinter
-    from ragline.graph import events
-    from ragline.graph.state import TurnIds
+    from ragline.contracts import events
+    from ragline.contracts.state import TurnIds
 
     out = io.StringIO()
     printer = TerminalPrinter(out, io.StringIO(), color=False)
@@ -143,9 +143,9 @@ def test_agent_mode_shows_each_tool_call_and_result_on_stderr_and_the_pipeline_s
     import io
 
     from ragline.commands.terminal import TerminalPrinter
-    from ragline.graph import events
-    from ragline.graph.events import ProgressWindow
-    from ragline.graph.state import TurnIds
+    from ragline.contracts import events
+    from ragline.contracts.events import ProgressWindow
+    from ragline.contracts.state import TurnIds
 
     turn = TurnIds("s", "r", "u", "a")
     out, err = io.StringIO(), io.StringIO()

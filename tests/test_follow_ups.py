@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import HistoryTurn, TurnIds
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import HistoryTurn, TurnIds
 from ragline.settings import LOCAL_CHAT_MODEL, get_settings
 from tests.nodes.helpers import answer_text, node_runtime, run_turn
 

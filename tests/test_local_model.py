@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ragline.graph.events import ResponseType
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
 from ragline.services import Services
 from ragline.settings import LOCAL_CHAT_MODEL, Settings, get_settings
 from tests.nodes.helpers import answer_text, node_runtime, of_type, run_turn
@@ -48,7 +48,7 @@ async def test_local_model_streams_a_chinese_answer(monkeypatch):
 
 
 async def test_local_model_follows_the_rewrite_json_instruction():
-    from ragline.graph.state import HistoryTurn, TurnIds
+    from ragline.contracts.state import HistoryTurn, TurnIds
     from ragline.nodes.query_understand import query_understand
 
     state = {

@@ -59,10 +59,10 @@ async def test_records_of_a_traced_turn_carry_the_turn_s_trace_id(scripted_model
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from ragline.checkpoints.savers import memory_saver
+    from ragline.contracts.context import RunContext, RunHost
+    from ragline.contracts.request import PipelineRequest
     from ragline.graph import tracing
-    from ragline.graph.context import RunContext, RunHost
     from ragline.graph.graphs import build_graph
-    from ragline.graph.request import PipelineRequest
     from ragline.graph.turn import stream_turn
     from ragline.models import retry
     from ragline.services import Services

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.events import ResponseType
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import stream_turn
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder, EmbeddingCache

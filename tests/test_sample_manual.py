@@ -59,9 +59,9 @@ CHECKS = {
 
 async def _ask_all() -> dict[str, tuple[str, bool]]:
     from ragline.checkpoints.savers import memory_saver
-    from ragline.generation.evaluation import ask, warm_up
+    from ragline.contracts.request import PipelineRequest
+    from ragline.evaluation.answers import ask, warm_up
     from ragline.graph.graphs import build_graph
-    from ragline.graph.request import PipelineRequest
     from ragline.ingestion.sample import ensure_sample_kb
     from ragline.services import Services
 
@@ -108,7 +108,7 @@ GROUNDED = ("batteries-covered", "zh-batteries", "not-in-manual")
 
 @pytest.mark.parametrize("name", CHECKS)
 def test_the_local_model_answers_the_sample_manual_right(answers, name):
-    from ragline.generation.scoring import strip_tags
+    from ragline.evaluation.scoring import strip_tags
 
     check = CHECKS[name]
     raw, fallback = answers[name]
@@ -130,7 +130,7 @@ def test_every_question_of_the_suite_was_asked(answers):
 def test_the_answers_grounding_corrects_cite_the_manuals_own_sentence(answers):
     """A wrong answer with a source badge looks checked, worse than "not found": the two warranty
     answers the model got backwards are the manual's sentence with its source, the price "not found"."""
-    from ragline.generation.scoring import citations
+    from ragline.evaluation.scoring import citations
 
     assert all(citations(answers[name][0]) for name in GROUNDED if name != "not-in-manual")
     assert answers["not-in-manual"][1]

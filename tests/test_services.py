@@ -7,6 +7,7 @@ from pathlib import Path
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
+from ragline.service.backend import open_backend
 from ragline.services import Services
 from ragline.settings import Settings
 
@@ -66,12 +67,12 @@ def test_the_embedded_default_and_a_directly_read_server_never_import_litellm(tm
     assert warm_up_in_a_fresh_process(tmp_path, "chat_model=openai/qwen", "chat_api_base=http://127.0.0.1:9/v1") == "False False"
 
 
-async def test_the_root_owns_the_run_backend_it_opens_once_and_closes(tmp_path: Path):
+async def test_the_host_owns_the_run_backend_it_opens_on_the_root_and_closes(tmp_path: Path):
     services = Services(Settings(data_dir=tmp_path, checkpointer="sqlite", stream_manager="memory", redis_url=None))
-    backend = await services.run_backend()
-    assert await services.run_backend() is backend  # one backend per root, whoever asks
-    assert (tmp_path / "service" / "checkpoints.sqlite").exists()
-    await services.aclose()
-    reopened = await services.run_backend()  # closed with the root: the next host opens a fresh one
-    assert reopened is not backend
+    assert [name for name in dir(services) if "backend" in name or "compiled" in name] == []  # the root holds knowledge and models only
+    async with open_backend(services) as backend:
+        assert (tmp_path / "service" / "checkpoints.sqlite").exists()
+        assert backend.graph is not None and backend.agent_graph is not None
+    async with open_backend(services) as reopened:  # closed with its host: the next host opens a fresh one
+        assert reopened is not backend
     await services.aclose()

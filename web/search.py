@@ -18,7 +18,7 @@ import httpx
 from pydantic import BaseModel
 
 from ragline import defaults
-from ragline.retrieval.types import MatchType, SearchResult
+from ragline.contracts.passages import MatchType, SearchResult
 from ragline.settings import Settings
 
 WEB_KNOWLEDGE_BASE_ID = "web"

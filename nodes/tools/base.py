@@ -15,9 +15,10 @@ from typing import Any
 
 from ragline import defaults
 from ragline.citations import Registry, SourceChunk
+from ragline.contracts.passages import SearchResult
 from ragline.generation.citing import source_chunks
 from ragline.retrieval.passages import kb_ids_of
-from ragline.retrieval.types import Knowledge, SearchResult
+from ragline.retrieval.types import Knowledge
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.passages import MatchType, SearchResult
 from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passages_outcome
-from ragline.retrieval.types import MatchType, SearchResult
 from ragline.web.fetch import FetchedPage
 from ragline.web.guard import BlockedAddressError
 from ragline.web.search import WEB_KNOWLEDGE_BASE_ID, WEB_SOURCE

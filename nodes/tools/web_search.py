@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.nodes.tools.base import AgentTool, ToolContext, ToolOutcome, passages_outcome
-from ragline.retrieval.types import SearchResult
 
 NO_WEB_RESULTS = "The web search found nothing for the query. Try other words, or answer with what you have."
 

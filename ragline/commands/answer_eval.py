@@ -27,7 +27,7 @@ def default_output(dataset: str) -> Path:
 
 
 def _gate(report: dict[str, Any], baseline: dict[str, Any], tolerance: float) -> int:
-    from ragline.generation.eval_report import compare, delta_table, settings_differences
+    from ragline.evaluation.report import compare, delta_table, settings_differences
 
     for difference in settings_differences(report["settings"], baseline.get("settings") or {}):
         print(f"note: baseline differs in {difference}", file=sys.stderr)
@@ -44,9 +44,9 @@ def _gate(report: dict[str, Any], baseline: dict[str, Any], tolerance: float) ->
 
 async def evaluate_answers(args: argparse.Namespace, services: Services, bar: Any) -> int:
     """The command body; `bar` (kb.ProgressBar) draws progress on stderr and is closed before any output."""
-    from ragline.generation.eval_report import load_report, metric_table
-    from ragline.generation.evaluation import AnswerEvalOptions
-    from ragline.generation.evaluation import evaluate_answers as run
+    from ragline.evaluation.answers import AnswerEvalOptions
+    from ragline.evaluation.answers import evaluate_answers as run
+    from ragline.evaluation.report import load_report, metric_table
 
     data_dir = Path(args.data_dir)
     limit = args.max_queries or DEFAULT_QUESTIONS

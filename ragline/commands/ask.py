@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ragline.commands.running import CLIError, describe_failure, run
 
 if TYPE_CHECKING:
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest
     from ragline.models.local_engine import CallStats
     from ragline.services import Services
 
@@ -42,7 +42,7 @@ def _fields(args: argparse.Namespace, query: str, kb_ids: list[str]) -> dict[str
 def _request(args: argparse.Namespace, query: str, kb_ids: list[str]) -> PipelineRequest:
     from pydantic import ValidationError
 
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest
     from ragline.plain_errors import validation_message
 
     try:
@@ -109,8 +109,8 @@ async def with_sample(args: argparse.Namespace, services: Services, ids: list[st
 
 async def _ask(args: argparse.Namespace, graphs: Graphs, services: Services, query: str, session_id: str, kb_ids: list[str]) -> bool:
     from ragline.commands.terminal import TerminalPrinter, approval_prompt
-    from ragline.graph.context import RunContext, RunHost
-    from ragline.graph.events import ResponseType
+    from ragline.contracts.context import RunContext, RunHost
+    from ragline.contracts.events import ResponseType
     from ragline.graph.turn import stream_turn
 
     request, assistant = (await _assistant_turn(args, services, query, kb_ids)) if args.assistant else (_request(args, query, kb_ids), {})

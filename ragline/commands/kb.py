@@ -249,8 +249,8 @@ def metric_table(metrics: dict[str, dict[str, float]]) -> str:
 
 
 async def evaluate(args: argparse.Namespace, services: Services) -> int:
+    from ragline.evaluation.retrieval import evaluate as run_eval
     from ragline.retrieval.config import RetrievalConfig
-    from ragline.retrieval.evaluation import evaluate as run_eval
 
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():

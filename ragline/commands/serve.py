@@ -50,9 +50,9 @@ def _warm_up(services: Services, sample_tenant: str | None) -> None:
 
 async def _first_turn(services: Services, sample_tenant: str | None) -> None:
     from ragline.checkpoints.savers import memory_saver
-    from ragline.generation.evaluation import ask, warm_up
+    from ragline.contracts.request import PipelineRequest, SummaryConfig
+    from ragline.evaluation.answers import ask, warm_up
     from ragline.graph.graphs import build_graph
-    from ragline.graph.request import PipelineRequest, SummaryConfig
     from ragline.ingestion.sample import SAMPLE_KB_NAME
 
     await warm_up(services)

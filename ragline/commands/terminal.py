@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ragline.citations.plain import UNSUPPORTED_FOOTNOTE
-from ragline.graph.events import ResponseType, StreamResponse
+from ragline.contracts.events import ResponseType, StreamResponse
 
 DIM, RESET = "\033[2m", "\033[0m"
 UNSUPPORTED_NOTE = "[?] no passage of the knowledge base supports this sentence"

@@ -163,7 +163,7 @@ async def test_an_injection_is_refused_with_an_input_refused_event_and_no_answer
 
 
 async def test_answer_tokens_go_from_the_graph_to_the_stream_without_being_parsed_again(client, scripted_model, monkeypatch):
-    from ragline.graph.events import StreamResponse
+    from ragline.contracts.events import StreamResponse
 
     parsed: list[object] = []
     real = StreamResponse.model_validate.__func__  # type: ignore[attr-defined]
@@ -178,7 +178,7 @@ async def test_answer_tokens_go_from_the_graph_to_the_stream_without_being_parse
 async def test_stage_events_reach_the_in_process_log_without_langgraphs_stream(client, scripted_model, monkeypatch):
     """service/relay.py: with the in-process log, a stage's events are appended where they are
     emitted; LangGraph's custom stream (and the driver's hop through it) carries none of them."""
-    import ragline.graph.events as events_module
+    import ragline.contracts.events as events_module
 
     fetched: list[object] = []
     real = events_module.get_stream_writer
@@ -210,7 +210,7 @@ async def _chat_on_redis(redis_server, scripted_server) -> tuple[list, list[dict
 
 async def test_stage_events_reach_the_redis_log_without_langgraphs_stream(redis_server, scripted_server, scripted_model, monkeypatch):
     """On Redis too: a stage's event joins the next batch of appends where it is emitted."""
-    import ragline.graph.events as events_module
+    import ragline.contracts.events as events_module
 
     fetched: list[object] = []
     real = events_module.get_stream_writer

@@ -227,8 +227,8 @@ async def test_empty_or_binary_uploads_are_refused_with_a_clear_4xx_and_nothing_
 
 
 async def test_the_search_api_can_run_the_pipelines_rerank_chain(acme):
+    from ragline.contracts.passages import SearchResult
     from ragline.retrieval.reranking import rerank_results
-    from ragline.retrieval.types import SearchResult
 
     kb, doc = await kettle_kb(acme, "kettle-rerank")
     ask = {"query": "how long is the warranty", "knowledge_base_ids": [kb]}

@@ -11,7 +11,7 @@ from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
 
 from ragline.api.app import ROUTES
 from ragline.api.stream_schema import RESPONSE_TYPES
-from ragline.graph.events import ResponseType
+from ragline.contracts.events import ResponseType
 from tests.api.live import new_session
 from tests.scripted_model import Reply
 

@@ -12,9 +12,9 @@ from ragline.api.app import create_app
 from ragline.services import Services
 from tests.api.live import ThreadServer, memory_settings
 from tests.api.test_wiki_api import PAIRING, script_pages
+from tests.ingestion.test_wiki_scheduler import record_wiki_calls
 from tests.redis_server import RedisServer
 from tests.scripted_model import ScriptedModel
-from tests.service.test_wiki import record_wiki_calls
 
 V1 = "/api/v1"
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from ragline.checkpoints import redis_json
 from ragline.checkpoints.redis_json import DECODER, ENCODER, OrjsonPipeline, OrjsonRedis
 from ragline.checkpoints.savers import redis_saver, redis_serializer
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.service import threads
 from ragline.services import Services
 from tests.scripted_model import Reply

@@ -62,7 +62,7 @@ def test_a_mistake_is_one_line_in_our_words_found_before_anything_heavy_loads(kn
 def test_a_validation_error_at_any_door_reads_in_our_words():
     from pydantic import ValidationError
 
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest
     from ragline.plain_errors import validation_message
 
     cases = [({"query": "x" * 40_000}, "query is too long: at most 32,000 characters"),

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from langgraph.runtime import Runtime
 
+from ragline.contracts.context import RunContext, RunHost
 from ragline.entities.store import GraphStore, open_graph_store
 from ragline.entities.types import GraphNode, GraphRelation
-from ragline.graph.context import RunContext, RunHost
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.config import RetrievalConfig

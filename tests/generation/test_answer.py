@@ -7,11 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline.citations.tags import UNSUPPORTED_MARK
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.generation.answer import answer_turn, is_truncation
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.events import ResponseType
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
 from ragline.services import Services
 from tests.nodes.results import hit
 from tests.scripted_model import Reply
@@ -110,8 +110,8 @@ async def test_an_answer_with_nothing_grounded_and_a_made_up_price_ends_in_the_f
 
 def test_without_a_requested_temperature_a_remote_model_gets_the_seeds_and_a_local_one_answers_greedily():
     from ragline import defaults
+    from ragline.contracts.request import PipelineRequest
     from ragline.generation.answer import chat_options
-    from ragline.graph.request import PipelineRequest
 
     unset = PipelineRequest(query="q")
     assert chat_options(unset).temperature == defaults.ANSWER_TEMPERATURE == 0.3
@@ -124,8 +124,8 @@ def test_without_a_requested_temperature_a_remote_model_gets_the_seeds_and_a_loc
 
 def test_a_local_answer_is_capped_unless_the_request_sets_its_own_limit():
     from ragline import defaults
+    from ragline.contracts.request import PipelineRequest
     from ragline.generation.answer import chat_options
-    from ragline.graph.request import PipelineRequest
 
     unset = PipelineRequest(query="q")
     assert chat_options(unset, local=True).max_tokens == defaults.LOCAL_ANSWER_MAX_TOKENS == 512

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
 from ragline.services import Services
 from tests.scripted_model import Reply

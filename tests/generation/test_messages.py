@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import PipelineState
 from ragline.generation.messages import MARKDOWN_IMAGE, RETRIEVED_IMAGES_REQUIREMENT, system_prompt
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import PipelineState
-from ragline.retrieval.types import SearchResult
 
 REQUIREMENT = RETRIEVED_IMAGES_REQUIREMENT
 

@@ -21,10 +21,10 @@ import pytest
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.citations.links import LinkGuard
-from ragline.generation import scoring
-from ragline.generation.evaluation import ask
+from ragline.contracts.request import PipelineRequest
+from ragline.evaluation import scoring
+from ragline.evaluation.answers import ask
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.ingestion.service import TextDocument
 from ragline.services import Services
 from tests.obedient_model import obedient_reply

@@ -1,6 +1,6 @@
 from ragline import defaults
+from ragline.contracts.state import HistoryTurn
 from ragline.generation.rewrite import NO_CONVERSATION, conversation_within_budget, cut_to_tokens, estimated_tokens
-from ragline.graph.state import HistoryTurn
 
 
 async def words(texts):

@@ -12,17 +12,17 @@ import pytest
 from PIL import Image
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType
+from ragline.contracts.request import ImageInput, PipelineRequest
 from ragline.generation.vision import (
     context_image_parts,
     context_image_refs,
     image_descriptions,
     supports_vision,
     user_image_parts,
-    vision_data_url,
 )
-from ragline.graph.request import ImageInput, PipelineRequest
 from ragline.ingestion.images import ImageStore, inspect_image
-from ragline.retrieval.types import ChunkType
+from ragline.models.vision import vision_data_url
 from ragline.settings import Settings
 from tests.nodes.results import hit
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import stream_turn
 from ragline.services import Services
 from tests.api.live import embedded_services, memory_settings

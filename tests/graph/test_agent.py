@@ -11,9 +11,9 @@ import pytest
 from langgraph.types import Command
 
 from ragline.checkpoints.savers import memory_saver
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.agent import build_agent_graph
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.request import PipelineRequest
 from ragline.services import Services
 from ragline.settings import Settings
 from tests.agent_script import BIRTHPLACE, DESIGNER, QUESTION, CitingAnswer, alias_of, tool_messages
@@ -128,7 +128,7 @@ async def test_the_local_model_is_refused_with_a_clear_error_before_any_loop(ser
 
 async def test_a_refused_question_raises_before_any_loop(services, scripted_model):
     """As in the pipeline, a refused request is raised (TurnFailed), not routed to the end."""
-    from ragline.graph.state import ErrorKind, TurnFailed
+    from ragline.contracts.state import ErrorKind, TurnFailed
 
     with pytest.raises(TurnFailed) as refused:
         await run_turn(services, "<script>x()</script>")
@@ -273,8 +273,8 @@ async def test_search_knowledge_keeps_the_picture_the_reranker_dropped_and_a_mod
     passage with a handle; a vision model's next round carries the picture labelled with it."""
     import base64
 
+    from ragline.contracts.passages import ChunkType
     from ragline.graph.turn import stream_turn
-    from ragline.retrieval.types import ChunkType
     from tests.image_chain import CHART_PNG, image_chain_services, image_chain_settings, report_pdf
     from tests.image_vectors import QUESTION as CHART_QUESTION
     from tests.image_vectors import script_vectors

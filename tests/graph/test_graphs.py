@@ -4,14 +4,14 @@ import threading
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.events import ResponseType
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import ErrorKind, TurnFailed
 from ragline.graph import cards
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.events import ResponseType
 from ragline.graph.graphs import PRESETS, build_graph
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import ErrorKind, TurnFailed
 from ragline.graph.turn import stream_turn
-from ragline.retrieval.types import SearchResult
 from ragline.services import Services
 from tests.scripted_model import Reply
 
@@ -149,7 +149,7 @@ async def test_invalid_request_ends_the_turn_with_a_clear_error(scripted_model):
 
 
 async def test_agent_config_in_the_run_context_sets_request_defaults(scripted_model):
-    from ragline.graph.request import AgentConfig
+    from ragline.contracts.request import AgentConfig
 
     graph = build_graph("chat_stream", checkpointer=memory_saver())
     await graph.ainvoke({"request": {"query": "hi"}}, {"configurable": {"thread_id": "a"}}, context=RunContext(agent=AgentConfig(summary={"max_tokens": 11}), host=RunHost(services=Services())))

@@ -10,12 +10,12 @@ import base64
 import re
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.events import ResponseType
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.events import ResponseType
+from ragline.contracts.passages import ChunkType
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import stream_turn
-from ragline.retrieval.types import ChunkType
 from tests.image_chain import CHART_PNG, image_chain_services, image_chain_settings, report_pdf, script_chain_vectors
 from tests.image_vectors import QUESTION
 from tests.scripted_model import Reply

@@ -7,10 +7,10 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnFailed
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnFailed
 from ragline.services import Services
 from tests.scripted_model import Reply
 

@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragline.checkpoints.savers import memory_saver
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
 from ragline.graph import tracing
-from ragline.graph.context import RunContext, RunHost
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import TurnDriver, stream_turn
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder, EmbeddingCache

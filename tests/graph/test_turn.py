@@ -6,9 +6,9 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 
 from ragline.checkpoints.savers import memory_saver
 from ragline.citations.messages import message_text
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import TurnDriver, TurnWrites
 from ragline.service import threads
 from ragline.services import Services

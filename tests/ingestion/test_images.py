@@ -13,6 +13,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from ragline import defaults
+from ragline.contracts.passages import ChunkType
 from ragline.ingestion.image_chunks import ImageIndexer, ImageReading, image_chunk_records
 from ragline.ingestion.images import ImageStore, inspect_image
 from ragline.ingestion.ocr import OcrEngine
@@ -20,7 +21,7 @@ from ragline.ingestion.parsers import parse_bytes
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.chat import ChatClient
 from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
-from ragline.retrieval.types import ChunkType, SearchParams
+from ragline.retrieval.types import SearchParams
 from tests.ingestion.image_fixtures import (
     bomb_png,
     chart_image,

@@ -1,9 +1,10 @@
 import pytest
 
+from ragline.contracts.passages import ChunkType
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.errors import IngestionError
 from ragline.retrieval.tokenizer import tokenize
-from ragline.retrieval.types import ChunkingConfig, ChunkType, SearchParams
+from ragline.retrieval.types import ChunkingConfig, SearchParams
 from tests.vector_rows import vector_row_count, vectors_dropped
 
 
@@ -131,7 +132,8 @@ async def test_bad_input_gives_clear_errors(stack, ingestion, tmp_path):
 
 
 def test_a_given_title_is_a_keyword_field_and_a_synthetic_source_makes_no_title():
-    from ragline.ingestion.service import UNTITLED, document_title, keyword_tokens
+    from ragline.ingestion.service import document_title
+    from ragline.retrieval.tokenizer import UNTITLED, keyword_tokens
 
     assert document_title("", "text:0f3a") == UNTITLED and document_title("", "beir:12") == UNTITLED
     assert document_title("", "/docs/pump manual.pdf") == "pump manual"

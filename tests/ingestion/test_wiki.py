@@ -7,8 +7,8 @@ from typing import Any
 
 from ragline.citations.resources import ResourceTable
 from ragline.ingestion.wiki import WikiReport, cluster_by_topic, cut_to_tokens, knowledge_id_of_slug, wiki_slug
+from ragline.ingestion.wiki_scheduler import WikiScheduler
 from ragline.retrieval.types import Knowledge, KnowledgeBase
-from ragline.service.wiki import WikiScheduler
 
 
 def test_documents_about_one_topic_share_a_page_and_others_get_their_own():

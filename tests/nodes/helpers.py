@@ -5,10 +5,10 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import EventSink, RunContext, RunHost
-from ragline.graph.events import ResponseType, StreamResponse
+from ragline.contracts.context import EventSink, RunContext, RunHost
+from ragline.contracts.events import ResponseType, StreamResponse
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from ragline.graph.turn import stream_turn
 from ragline.services import Services
 

@@ -1,6 +1,6 @@
 """Building search results for node tests."""
 
-from ragline.retrieval.types import ChunkType, SearchResult
+from ragline.contracts.passages import ChunkType, SearchResult
 
 
 def hit(id: str, content: str = "", score: float = 0.5, knowledge_id: str = "doc", chunk_index: int = 0, **extra) -> SearchResult:

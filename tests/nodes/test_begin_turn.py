@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragline.graph.events import ResponseType
-from ragline.graph.request import ImageInput, PipelineRequest
-from ragline.graph.state import ErrorKind, TurnFailed
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import ImageInput, PipelineRequest
+from ragline.contracts.state import ErrorKind, TurnFailed
 from ragline.nodes.begin_turn import begin_turn
 from tests.nodes.helpers import node_runtime, of_type, run_turn
 from tests.scripted_model import Reply
@@ -24,7 +24,7 @@ async def test_a_refused_turn_raises_and_is_not_recorded_and_the_next_turn_runs_
     """Refused, not routed: the turn raises TurnFailed, the thread keeps no question of it, and the
     next question on the same thread is answered once (the refused turn's unfinished task is dropped)."""
     from ragline.checkpoints.savers import memory_saver
-    from ragline.graph.context import RunContext, RunHost
+    from ragline.contracts.context import RunContext, RunHost
     from ragline.graph.graphs import build_graph
     from ragline.services import Services
 

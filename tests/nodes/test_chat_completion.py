@@ -1,5 +1,5 @@
-from ragline.graph.events import ResponseType
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
 from tests.nodes.helpers import of_type, run_turn
 from tests.scripted_model import Reply
 

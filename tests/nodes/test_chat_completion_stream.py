@@ -1,10 +1,10 @@
 import pytest
 
 from ragline.checkpoints.savers import memory_saver
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
 from ragline.generation.answer import TRUNCATED_EMPTY_HINT
-from ragline.graph.events import ResponseType
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
 from tests.nodes.helpers import answer_text, of_type, run_turn
 from tests.scripted_model import Reply
 

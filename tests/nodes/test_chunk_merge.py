@@ -1,7 +1,7 @@
 """The chunk_merge node; its steps (ragline.retrieval.merge) are tested in tests/retrieval/test_merge.py."""
 
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
 from ragline.nodes.chunk_merge import chunk_merge
 from tests.nodes.results import hit
 

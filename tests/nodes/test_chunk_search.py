@@ -1,8 +1,9 @@
 import pytest
 
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.request import PipelineRequest, SearchTarget
-from ragline.graph.state import ErrorKind, TurnFailed, TurnIds
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.passages import SearchTarget
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import ErrorKind, TurnFailed, TurnIds
 from ragline.ingestion.service import TextDocument
 from ragline.nodes.chunk_search import chunk_search
 from ragline.nodes.chunk_search_parallel import check_search_nothing, chunk_search_parallel

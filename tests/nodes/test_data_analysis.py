@@ -4,15 +4,16 @@ from pathlib import Path
 import pytest
 from langgraph.runtime import Runtime
 
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.request import PipelineRequest
 from ragline.ingestion.parsers import parse_file
 from ragline.models.embeddings import Embedder
 from ragline.nodes.data_analysis import data_analysis
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
-from ragline.retrieval.types import Knowledge, SearchResult
+from ragline.retrieval.types import Knowledge
 from ragline.services import Services
 from ragline.tabular.workspace import TableWorkspace, TabularError
 from tests.scripted_model import Reply

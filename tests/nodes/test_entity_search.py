@@ -1,7 +1,7 @@
 
+from ragline.contracts.passages import SearchTarget, merge_search_results
+from ragline.contracts.request import PipelineRequest
 from ragline.entities.store import open_graph_store
-from ragline.graph.request import PipelineRequest, SearchTarget
-from ragline.graph.state import merge_search_results
 from ragline.nodes.entity_search import entity_search
 from ragline.settings import get_settings
 from tests.entities.conftest import falkordb, world  # noqa: F401 (fixtures)

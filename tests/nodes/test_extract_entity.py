@@ -1,5 +1,6 @@
-from ragline.graph.request import PipelineRequest, SearchTarget
-from ragline.graph.state import TurnIds
+from ragline.contracts.passages import SearchTarget
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.nodes.extract_entity import extract_entity
 from tests.entities.conftest import world  # noqa: F401 (fixture)
 from tests.scripted_model import Reply, last_user_text

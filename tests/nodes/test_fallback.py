@@ -1,6 +1,6 @@
-from ragline.graph.events import ResponseType
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import ErrorKind, PipelineError
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import ErrorKind, PipelineError
 from ragline.nodes.fallback import fallback, fixed_response
 from tests.nodes.helpers import node_runtime
 from tests.scripted_model import Reply
@@ -13,7 +13,7 @@ def _Runtime(sink):
 
 
 def _state(request):
-    from ragline.graph.state import TurnIds
+    from ragline.contracts.state import TurnIds
 
     return {"request": request, "turn": TurnIds("s", "r", "u", "a"), "error": PipelineError(ErrorKind.SEARCH_NOTHING)}
 

@@ -1,4 +1,4 @@
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.nodes.filter_top_k import filter_results, filter_top_k
 from tests.nodes.helpers import node_runtime
 from tests.nodes.results import hit

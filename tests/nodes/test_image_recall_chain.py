@@ -3,14 +3,14 @@ relevance gate lets it by: it has no words), rerank keeps it, chunk_merge chains
 
 from __future__ import annotations
 
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.passages import ChunkType, MatchType
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.nodes.chunk_merge import chunk_merge
 from ragline.nodes.chunk_search import chunk_search
 from ragline.nodes.chunk_search_parallel import chunk_search_parallel
 from ragline.nodes.rerank import rerank
-from ragline.retrieval.types import ChunkType, MatchType
 from ragline.services import Services
 from tests.image_vectors import QUESTION, image_kb
 

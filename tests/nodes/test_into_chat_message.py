@@ -1,10 +1,10 @@
 from langchain_core.messages import HumanMessage
 
+from ragline.contracts.passages import ChunkType
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.generation.citing import render_contexts, source_chunks
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
 from ragline.nodes.into_chat_message import into_chat_message
-from ragline.retrieval.types import ChunkType
 from tests.nodes.helpers import node_runtime
 from tests.nodes.results import hit
 

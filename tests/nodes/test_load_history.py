@@ -1,6 +1,6 @@
 from langchain_core.messages import AIMessage, HumanMessage
 
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.graph.routes import has_history
 from ragline.nodes.load_history import pair_history
 

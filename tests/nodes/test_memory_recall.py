@@ -3,10 +3,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.events import ResponseType
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.events import ResponseType
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.memory.service import Caller, MemoryService
 from ragline.memory.store import open_memory_store
 from ragline.nodes.memory_recall import memory_recall

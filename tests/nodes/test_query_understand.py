@@ -1,7 +1,7 @@
 import pytest
 
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import HistoryTurn, TurnIds
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import HistoryTurn, TurnIds
 from ragline.nodes.query_understand import (
     build_messages,
     intent_prompt_override,

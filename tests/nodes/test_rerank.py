@@ -1,13 +1,13 @@
 import pytest
 
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.request import PipelineRequest, SearchTarget
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.passages import ChunkType, SearchTarget
+from ragline.contracts.request import PipelineRequest
 from ragline.models.rerank import RerankError, RerankScore
 from ragline.nodes.rerank import is_scoped, rerank
 from ragline.retrieval.reranking import (
     Scored,
 )
-from ragline.retrieval.types import ChunkType
 from ragline.services import Services
 from tests.nodes.helpers import node_runtime
 from tests.nodes.results import hit

@@ -1,8 +1,8 @@
 import pytest
 
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.passages import SearchResult
+from ragline.contracts.request import PipelineRequest
 from ragline.nodes.web_fetch import web_fetch
-from ragline.retrieval.types import SearchResult
 from ragline.settings import get_settings
 from ragline.web.search import WebResult, to_search_results
 from tests.nodes.helpers import node_runtime

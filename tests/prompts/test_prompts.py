@@ -15,7 +15,7 @@ def test_every_seed_template_file_ships_and_loads():
 
 
 def test_intent_prompt_ids_are_intent_values():
-    from ragline.graph.state import QueryIntent
+    from ragline.contracts.state import QueryIntent
 
     assert {t.id for t in prompts.load("intent_prompts")} <= set(QueryIntent._value2member_map_)
 

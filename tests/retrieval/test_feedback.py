@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
+from ragline.contracts.passages import MatchType
 from ragline.retrieval.feedback import feedback_chunks, rocchio
 from ragline.retrieval.fusion import Fused
 from ragline.retrieval.hybrid import StoreEngines
-from ragline.retrieval.types import MatchType, SearchParams
+from ragline.retrieval.types import SearchParams
 from tests.retrieval.test_hybrid import RecordingVectorStore, fill
 
 

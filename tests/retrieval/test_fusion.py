@@ -1,3 +1,4 @@
+from ragline.contracts.passages import MatchType
 from ragline.retrieval.fusion import (
     Hit,
     deduplicate_by_score,
@@ -5,7 +6,6 @@ from ragline.retrieval.fusion import (
     normalize_keyword_scores,
     weighted_rrf,
 )
-from ragline.retrieval.types import MatchType
 
 V, K = MatchType.VECTOR, MatchType.KEYWORD
 

@@ -2,6 +2,7 @@ import asyncio
 
 import pytest
 
+from ragline.contracts.passages import MatchType
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.errors import (
     EmbeddingModelMismatchError,
@@ -15,7 +16,7 @@ from ragline.retrieval.hybrid import (
     normalized_match_count,
     retrieval_pool_size,
 )
-from ragline.retrieval.types import MatchType, SearchParams
+from ragline.retrieval.types import SearchParams
 from ragline.retrieval.vector_store import ChromaVectorStore
 
 FACTS = [

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from ragline.contracts.passages import ChunkType, MatchType
 from ragline.retrieval.fusion import Hit
 from ragline.retrieval.image_recall import image_depth, image_space, vector_pool
-from ragline.retrieval.types import ChunkType, MatchType, SearchParams
+from ragline.retrieval.types import SearchParams
 from tests.image_vectors import QUESTION, image_kb
 from tests.vector_rows import vector_row_count
 

@@ -5,11 +5,12 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragline.graph.state import HistoryTurn
+from ragline.contracts.passages import ChunkType
+from ragline.contracts.state import HistoryTurn
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval import merge as step
 from ragline.retrieval.merge_images import prune_markdown_images
-from ragline.retrieval.types import ChunkingConfig, ChunkType
+from ragline.retrieval.types import ChunkingConfig
 from tests.nodes.results import hit
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ragline.contracts.passages import ChunkType, MatchType, SearchResult
 from ragline.retrieval.catalog import ChunkRecord
 from ragline.retrieval.merge import remove_partial_overlaps, resolve_parents
 from ragline.retrieval.merge_images import prune_markdown_images
-from ragline.retrieval.types import ChunkType, MatchType, SearchResult
 
 A = "local://images/" + "a" * 64 + ".png"
 B = "local://images/" + "b" * 64 + ".png"

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import redis as redis_lib
 
+from ragline.contracts.passages import ChunkType
 from ragline.retrieval.catalog import Catalog, ChunkRecord, SqliteCatalog
 from ragline.retrieval.errors import KnowledgeBaseExistsError
 from ragline.retrieval.redis_catalog import PREFIX, RedisCatalog
-from ragline.retrieval.types import ChunkType, Knowledge, KnowledgeBase
+from ragline.retrieval.types import Knowledge, KnowledgeBase
 from tests.redis_server import RedisServer
 
 

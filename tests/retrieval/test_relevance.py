@@ -5,8 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline import defaults
+from ragline.contracts.passages import SearchResult
 from ragline.retrieval.relevance import relevance_scores, relevant
-from ragline.retrieval.types import SearchResult
 
 
 def passage(id: str, content: str, similarity: float | None) -> SearchResult:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ragline.contracts.passages import ChunkType
 from ragline.models.rerank import RerankScore
 from ragline.retrieval.reranking import Scored, keep_image_hits, rerank_results
-from ragline.retrieval.types import ChunkType
 from tests.nodes.results import hit
 
 

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ragline.contracts.passages import ChunkType
 from ragline.retrieval.reranking import (
     Scored,
     apply_faq_boost,
@@ -14,7 +15,6 @@ from ragline.retrieval.reranking import (
     select_mmr,
     with_composite,
 )
-from ragline.retrieval.types import ChunkType
 from tests.nodes.results import hit
 
 NO_TOP1_FALLBACK = 1.01  # no model score reaches it: isolates the threshold and retry rules

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.passages import SearchTarget
+from ragline.contracts.request import PipelineRequest
 from ragline.ingestion.service import TextDocument
 from ragline.nodes.chunk_search import target_search
 from ragline.retrieval.targets import TargetSearch, search_targets
-from ragline.retrieval.types import SearchTarget
 
 
 async def _kb(stack, ingestion):

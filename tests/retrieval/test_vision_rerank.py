@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from ragline.contracts.passages import ChunkType, SearchResult
 from ragline.models.rerank import Reranker
 from ragline.retrieval.reranking import rerank_results
-from ragline.retrieval.types import ChunkType, SearchParams, SearchResult
+from ragline.retrieval.types import SearchParams
 from ragline.retrieval.vision_rerank import VisionReranker, sees_images
 from ragline.services import Services
 from tests.api.live import memory_settings

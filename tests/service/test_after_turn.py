@@ -8,9 +8,9 @@ import asyncio
 from langgraph.store.memory import InMemoryStore
 
 from ragline.checkpoints.savers import memory_saver
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
 from ragline.memory.citations import CitationLedger
 from ragline.service import threads
 from ragline.service.after_turn import AfterTurn, wants_index

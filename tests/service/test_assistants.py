@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from ragline.graph.request import AgentConfig
+from ragline.contracts.request import AgentConfig
 from ragline.service.access import InvalidRequestError, NotFoundError, Principal, UnprocessableError
 from ragline.service.assistant_service import AssistantCreate, AssistantService, AssistantUpdate, check_agent_model, merged_config
 from ragline.service.assistants import (
@@ -21,6 +21,7 @@ from ragline.service.assistants import (
     SqliteAssistantStore,
     utcnow,
 )
+from ragline.service.backend import open_backend
 from ragline.services import Services
 from ragline.settings import LOCAL_CHAT_MODEL, Settings
 from tests.redis_server import fresh_redis
@@ -241,7 +242,7 @@ async def test_another_tenants_assistant_or_a_deleted_one_is_not_found(service):
 
 
 async def test_a_run_taken_over_gets_its_assistant_back_from_the_run_record(redis):
-    from ragline.graph.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest
     from ragline.service.registry import RedisRunRegistry, RunRecord
     from ragline.service.runs import RunManager
 
@@ -255,10 +256,11 @@ async def test_a_run_taken_over_gets_its_assistant_back_from_the_run_record(redi
     settings = Settings(checkpointer="memory", stream_manager="memory", redis_url=None)
     core = Services(settings)
     try:
-        runs = RunManager(await core.run_backend(), core)
-        runs._launch(taken, PipelineRequest(query="q"), resume=True)
-        context = runs._runs["a1"].context
-        assert context.agent == used.config and context.answer_metadata() == {"assistant_id": used.id, "assistant_version": 4}
-        await runs.aclose()
+        async with open_backend(core) as backend:
+            runs = RunManager(backend, core)
+            runs._launch(taken, PipelineRequest(query="q"), resume=True)
+            context = runs._runs["a1"].context
+            assert context.agent == used.config and context.answer_metadata() == {"assistant_id": used.id, "assistant_version": 4}
+            await runs.aclose()
     finally:
         await core.aclose()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragline.graph.request import PipelineRequest
+from ragline.contracts.request import PipelineRequest
 from ragline.service.access import InvalidRequestError
 from ragline.service.models import allowed_models, check_models
 from ragline.settings import Settings

@@ -9,11 +9,11 @@ import pytest
 
 from ragline.checkpoints.redis_streams import RedisStreamManager
 from ragline.checkpoints.streams import MemoryStreamManager, StreamManager
-from ragline.graph import events
-from ragline.graph.context import RunContext, RunHost
-from ragline.graph.events import ProgressWindow
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
+from ragline.contracts import events
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.events import ProgressWindow
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.graph.turn import TurnDriver
 from ragline.service.registry import RunRecord
 from ragline.service.relay import Run, StageEvents

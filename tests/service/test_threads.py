@@ -8,10 +8,10 @@ import threading
 import pytest
 
 from ragline.checkpoints.savers import memory_saver, redis_saver
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
 from ragline.graph.graphs import build_graph
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
 from ragline.service import threads
 from ragline.services import Services
 from tests.scripted_model import Reply

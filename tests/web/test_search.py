@@ -3,7 +3,7 @@ import urllib.parse
 
 import pytest
 
-from ragline.retrieval.types import SearchResult
+from ragline.contracts.passages import SearchResult
 from ragline.settings import Settings
 from ragline.web.search import (
     DuckDuckGoProvider,

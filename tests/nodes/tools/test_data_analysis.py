@@ -8,12 +8,13 @@ import pytest
 
 from ragline import defaults
 from ragline.citations import Registry
+from ragline.contracts.passages import SearchResult
 from ragline.generation.citing import source_chunks
 from ragline.ingestion.parsers import parse_file
 from ragline.nodes.tools.base import ToolContext
 from ragline.nodes.tools.data_analysis import DATA_ANALYSIS
 from ragline.retrieval.catalog import ChunkRecord
-from ragline.retrieval.types import Knowledge, SearchResult
+from ragline.retrieval.types import Knowledge
 from ragline.services import Services
 from ragline.settings import Settings
 

@@ -1,6 +1,6 @@
 """The numbers of an answer evaluation: aggregates of its rows, the table, and the baseline gate.
 
-Every aggregate is recomputed from the per-question rows (see generation/scoring.py for what
+Every aggregate is recomputed from the per-question rows (see evaluation/scoring.py for what
 each one means), so a report can be checked by reading its rows. Means run over all sampled
 questions: a fallback or an error scores 0, it is not left out. Citation precision is pooled
 over every cited passage of the run (micro average); latencies cover the turns that did not fail.

@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, Field
 
-from ragline.graph.context import ExclusiveSink, RunContext
-from ragline.graph.state import PipelineError, TurnFailed, TurnIds
+from ragline.contracts.context import ExclusiveSink, RunContext
+from ragline.contracts.state import PipelineError, TurnFailed, TurnIds
 
 
 class ResponseType(StrEnum):

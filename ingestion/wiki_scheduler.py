@@ -6,9 +6,9 @@ so pages are never written twice over and none is duplicated), and at most
 `WIKI_BUILD_CONCURRENCY` pages are written at once across all bases (the chat model is shared
 with the answers). A failure is logged at error level and kept in the base's status
 (`GET /api/v1/knowledge-bases/{id}/wiki`, `ragline kb wiki NAME`); the next change retries.
-With a shared Redis that status lives there (service/wiki_status.py): a replica answers for a
+With a shared Redis that status lives there (ingestion/wiki_status.py): a replica answers for a
 rebuild a worker runs. So does the lock that serializes a base's rebuilds across processes
-(service/wiki_lock.py): a process asked to rebuild while another holds it waits until a rebuild
+(ingestion/wiki_lock.py): a process asked to rebuild while another holds it waits until a rebuild
 that started after its request finished, there or here, so no change goes without its pages.
 Deleting a base (`forget`) deletes its status and lock too. Those Redis calls block (a sync client),
 so the scheduler makes them in a thread (`_call`): on the event loop each would stall every answer
@@ -24,10 +24,10 @@ from typing import Any, TypeVar
 
 from ragline import defaults
 from ragline.ingestion.wiki import Fence, WikiBuilder, WikiReport, is_wiki_document
+from ragline.ingestion.wiki_lock import WikiLockLost
+from ragline.ingestion.wiki_status import LocalWikiStatuses, WikiState, WikiStatus, WikiStatuses
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
-from ragline.service.wiki_lock import WikiLockLost
-from ragline.service.wiki_status import LocalWikiStatuses, WikiState, WikiStatus, WikiStatuses
 
 __all__ = ["WikiScheduler", "WikiState", "WikiStatus"]
 

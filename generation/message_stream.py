@@ -19,8 +19,8 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk
 
 from ragline.citations.plain import PlainText
-from ragline.graph import thread_messages
-from ragline.graph.state import TurnIds
+from ragline.contracts import thread_messages
+from ragline.contracts.state import TurnIds
 
 
 def _messages_stream_attached() -> bool:

@@ -1,4 +1,4 @@
-"""Fixtures of the service tests: wiki replicas, Services that share one real Redis (issue 12)."""
+"""Fixtures of the ingestion tests: wiki replicas, Services that share one real Redis (issue 12)."""
 
 from __future__ import annotations
 

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragline.contracts.passages import SearchResult
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.metrics import score_run
 from ragline.retrieval.stack import RetrievalStack
-from ragline.retrieval.types import ChunkingConfig, SearchParams, SearchResult
+from ragline.retrieval.types import ChunkingConfig, SearchParams
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 MODES = ("vector", "keyword", "hybrid")

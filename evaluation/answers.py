@@ -1,6 +1,6 @@
 """`ragline eval --answers`: end-to-end answer quality of the whole graph on a BEIR-layout QA set.
 
-The retrieval evaluation (retrieval/evaluation.py) stops at ranked documents; this one asks each
+The retrieval evaluation (evaluation/retrieval.py) stops at ranked documents; this one asks each
 sampled question through the real `ragline` graph, exactly as `ragline ask` does, and scores what
 the user would see: the answer against the gold answers, the passages it cites, whether the turn
 ended in the fallback, and how long the first answer token and the whole turn took.
@@ -11,7 +11,7 @@ nothing (`ragline kb list --tenant eval` shows these bases, `kb delete` removes 
 asks the same questions against a second base built without their gold paragraphs (its vectors
 come from the embedding cache) and counts the turns that end in the fallback.
 
-Scoring lives in generation/scoring.py; aggregation, baselines and the table in eval_report.py.
+Scoring lives in evaluation/scoring.py; aggregation, baselines and the table in eval_report.py.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragline.generation import scoring
-from ragline.graph.events import ResponseType, StreamResponse
+from ragline.contracts.events import ResponseType, StreamResponse
+from ragline.evaluation import scoring
+from ragline.evaluation.retrieval import WHOLE_DOCUMENT, BeirSet, doc_text, doc_title, load_beir
 from ragline.retrieval.errors import KnowledgeBaseNotFoundError, RetrievalError
-from ragline.retrieval.evaluation import WHOLE_DOCUMENT, BeirSet, doc_text, doc_title, load_beir
 from ragline.retrieval.types import ChunkingConfig, KnowledgeBase
 from ragline.services import Services
 
@@ -158,7 +158,7 @@ async def ensure_kb(services: Services, qa: QASet, options: AnswerEvalOptions, *
 def build_request(question: Question, kb: KnowledgeBase, options: AnswerEvalOptions) -> Any:
     """The request `ragline ask --kb` would send; the short-answer prompt replaces the system
     prompt on the retrieval path (summary.prompt) and on the others (system_prompt_override)."""
-    from ragline.graph.request import PipelineRequest, SummaryConfig
+    from ragline.contracts.request import PipelineRequest, SummaryConfig
 
     prompt = options.system_prompt
     if prompt is None:
@@ -184,7 +184,7 @@ def record_event(turn: Turn, event: StreamResponse, elapsed: float) -> None:
 
 async def ask(graph: Any, services: Services, request: Any, tenant: str) -> Turn:
     """One question through the graph on a fresh session, as `ragline ask` drives it."""
-    from ragline.graph.context import RunContext, RunHost
+    from ragline.contracts.context import RunContext, RunHost
     from ragline.graph.turn import stream_turn
 
     session_id = str(uuid.uuid4())
@@ -267,7 +267,7 @@ async def evaluate_answers(data_dir: Path, services: Services, options: AnswerEv
                            progress: Progress | None = None) -> dict[str, Any]:
     """Index (or reuse) the corpus, ask the sampled questions, and return the whole report."""
     from ragline.checkpoints.savers import memory_saver
-    from ragline.generation.eval_report import aggregate
+    from ragline.evaluation.report import aggregate
     from ragline.graph.graphs import build_graph
 
     qa = load_qa_set(data_dir)

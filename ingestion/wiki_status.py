@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from ragline import defaults
-from ragline.service.wiki_lock import LocalWikiLocks, RedisWikiLocks, WikiLocks
+from ragline.ingestion.wiki_lock import LocalWikiLocks, RedisWikiLocks, WikiLocks
 
 if TYPE_CHECKING:
     import redis

@@ -4,7 +4,7 @@ A turn's question and answer live in the checkpoint as LangChain messages. Ragli
 facts about them in `additional_kwargs` (the place LangChain gives a message's extra data, and
 what Studio and `langgraph_sdk` show): the request id that pairs a question with its answer, the
 question's images, the answer's references, whether it was stopped or truncated. These
-constructors and readers are the only code that knows the keys, as `graph/events.py` is for events.
+constructors and readers are the only code that knows the keys, as `contracts/events.py` is for events.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 
-from ragline.citations.messages import REASONING_KEY
+REASONING_KEY = "reasoning_content"  # where litellm/LangChain adapters put thinking text
+
 
 REQUEST_ID = "request_id"
 IMAGES = "images"

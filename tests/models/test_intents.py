@@ -1,10 +1,10 @@
 import pytest
 
 from ragline import defaults
-from ragline.generation.intents import ExemplarIntents, decide
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import HistoryTurn, TurnIds
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import HistoryTurn, TurnIds
 from ragline.models.embeddings import Embedder
+from ragline.models.intents import ExemplarIntents, decide
 from ragline.nodes.query_understand import query_understand
 from ragline.settings import get_settings
 from tests.nodes.helpers import node_runtime

@@ -12,12 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
-from ragline.graph.state import PipelineState
-
-AGENT_RESETS: dict[str, Any] = {"rounds": 0, "tool_calls_made": 0, "pending_calls": [], "awaiting_approval": [], "denied": {},
-                                "awaiting_authorization": [], "oauth_asked": [], "oauth_declined": [],
-                                "limit": "", "answer_text": "", "answer_thinking": "", "finish_reason": None}
-AGENT_ACCUMULATING = ("conversation", "sources", "tool_images")
+from ragline.contracts.state import PipelineState, per_turn_keys
 
 
 class AgentState(PipelineState, total=False):
@@ -36,3 +31,6 @@ class AgentState(PipelineState, total=False):
     answer_text: str  # the final reply, decoded (ref tags expanded)
     answer_thinking: str
     finish_reason: str | None
+
+
+AGENT_RESETS, AGENT_ACCUMULATING = per_turn_keys(AgentState, beyond=PipelineState)  # the loop's own keys, reset each turn

@@ -11,9 +11,9 @@ import asyncio
 from redis import Redis
 
 from ragline.ingestion.wiki import is_wiki_document
-from ragline.service.wiki import WikiScheduler
-from ragline.service.wiki_lock import LOCK_PREFIX, RedisWikiLocks
-from ragline.service.wiki_status import RedisWikiStatuses
+from ragline.ingestion.wiki_lock import LOCK_PREFIX, RedisWikiLocks
+from ragline.ingestion.wiki_scheduler import WikiScheduler
+from ragline.ingestion.wiki_status import RedisWikiStatuses
 from ragline.services import Services
 from tests.api.test_wiki_api import AURORA_PAGE, BATTERY, PAIRING, PAIRING_PAGE, is_wiki_prompt, wiki_calls
 from tests.redis_server import RedisServer

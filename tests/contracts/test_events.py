@@ -1,9 +1,9 @@
 from langgraph.runtime import Runtime
 
-from ragline.graph import events
-from ragline.graph.context import ExclusiveSink, RunContext, RunHost
-from ragline.graph.events import ProgressWindow, ResponseType
-from ragline.graph.state import TurnIds
+from ragline.contracts import events
+from ragline.contracts.context import ExclusiveSink, RunContext, RunHost
+from ragline.contracts.events import ProgressWindow, ResponseType
+from ragline.contracts.state import TurnIds
 
 TURN = TurnIds("s", "r", "u", "a")
 

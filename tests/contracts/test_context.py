@@ -7,8 +7,8 @@ import threading
 from langgraph.runtime import Runtime
 from pydantic import TypeAdapter
 
+from ragline.contracts.context import RunContext, RunHost
 from ragline.graph.binding import HostDefaults
-from ragline.graph.context import RunContext, RunHost
 from ragline.services import Services
 
 

@@ -1,10 +1,10 @@
-"""ValidateInput (graph/input_check.py): which questions are refused, and why."""
+"""ValidateInput (generation/input_check.py): which questions are refused, and why."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragline.graph.input_check import validate_input
+from ragline.generation.input_check import validate_input
 
 
 @pytest.mark.parametrize(

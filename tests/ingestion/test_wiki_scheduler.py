@@ -1,6 +1,6 @@
 """The wiki scheduler in shared mode makes its Redis calls (status marks, reports, the lock and the
 request count: a sync client) in worker threads, never on the event loop, where each would stall
-every stream of the process (service/wiki.py `_call`)."""
+every stream of the process (ingestion/wiki_scheduler.py `_call`)."""
 
 from __future__ import annotations
 

@@ -6,15 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ragline.graph.request import PipelineRequest, SearchTarget
-from ragline.graph.state import (
-    QueryIntent,
-    content_signature,
-    merge_search_results,
-    needs_kb_retrieval,
-    needs_retrieval,
-    normalize_intent,
-)
+from ragline.contracts.passages import SearchTarget, content_signature, merge_search_results
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import QueryIntent, needs_kb_retrieval, needs_retrieval, normalize_intent
 
 
 @dataclass
@@ -93,16 +87,34 @@ def test_content_signature_ignores_case_and_whitespace_runs(a, b):
 
 
 def test_agent_config_has_every_request_setting_but_the_question():
-    from ragline.graph.request import AgentConfig
+    from ragline.contracts.request import AgentConfig
 
     assert set(AgentConfig.model_fields) == set(PipelineRequest.model_fields) - {"query", "images"}
     assert all(f.description for f in AgentConfig.model_fields.values())
 
 
 def test_request_settings_win_over_agent_defaults_and_unset_ones_inherit():
-    from ragline.graph.request import AgentConfig, effective_request
+    from ragline.contracts.request import AgentConfig, effective_request
 
     agent = AgentConfig(rerank_top_k=9, citations_enabled=False)
     request = effective_request({"query": "q", "citations_enabled": True}, agent)
     assert (request.rerank_top_k, request.citations_enabled) == (9, True)
     assert effective_request(PipelineRequest(query="q"), {"rerank_top_k": 3}).rerank_top_k == 3
+
+
+def test_a_new_turn_starts_every_result_key_empty_derived_from_the_state_types():
+    """The reset lists follow the state's annotations: a key added to TurnResults or AgentState is reset without a hand-kept list."""
+    from ragline.contracts.agent_state import AGENT_ACCUMULATING, AGENT_RESETS, AgentState
+    from ragline.contracts.state import PER_TURN_ACCUMULATING, PER_TURN_RESET, TurnResults
+
+    assert PER_TURN_RESET == {"rewrite_query": "", "intent": "", "image_description": "", "history": [], "search_targets": [],
+                              "rerank_results": [], "merge_results": [], "entities": [], "entity_kb_ids": [], "graph_result": None,
+                              "user_content": "", "rendered_contexts": "", "system_prompt_override": None, "memory_prompt": "",
+                              "plain_reply": False, "chat_response": None, "error": None}
+    assert PER_TURN_ACCUMULATING == ("search_results",)
+    assert set(PER_TURN_RESET) | set(PER_TURN_ACCUMULATING) == set(TurnResults.__annotations__)
+    assert AGENT_RESETS == {"pending_calls": [], "awaiting_approval": [], "denied": {}, "awaiting_authorization": [], "oauth_asked": [],
+                            "oauth_declined": [], "rounds": 0, "tool_calls_made": 0, "limit": "", "answer_text": "", "answer_thinking": "",
+                            "finish_reason": None}
+    assert AGENT_ACCUMULATING == ("conversation", "sources", "tool_images")
+    assert set(AGENT_RESETS) | set(AGENT_ACCUMULATING) == set(AgentState.__annotations__) - set(TurnResults.__annotations__) - {"request", "messages", "turn"}

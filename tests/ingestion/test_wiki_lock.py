@@ -1,4 +1,4 @@
-"""Page writes are fenced by the wiki lock (service/wiki_lock.py): a rebuild whose lock was taken
+"""Page writes are fenced by the wiki lock (ingestion/wiki_lock.py): a rebuild whose lock was taken
 over notices only at its next renewal, and until then it writes and removes no page; the process
 holding the lock then (here: this one again, once the lock is free) writes them."""
 
@@ -11,14 +11,14 @@ import pytest
 from redis import Redis
 
 from ragline.ingestion.wiki import is_wiki_document
-from ragline.service.wiki import WikiScheduler
-from ragline.service.wiki_lock import LOCK_PREFIX, RedisWikiLocks
-from ragline.service.wiki_status import RedisWikiStatuses
+from ragline.ingestion.wiki_lock import LOCK_PREFIX, RedisWikiLocks
+from ragline.ingestion.wiki_scheduler import WikiScheduler
+from ragline.ingestion.wiki_status import RedisWikiStatuses
 from ragline.services import Services
 from tests.api.test_wiki_api import AURORA_PAGE, BATTERY, BREAD, PAIRING, is_wiki_prompt, script_pages, wiki_calls
+from tests.ingestion.test_shared_wiki_rebuilds import BOTH, page_requested
 from tests.redis_server import RedisServer
 from tests.scripted_model import Reply, ScriptedModel, last_user_text
-from tests.service.test_shared_wiki_rebuilds import BOTH, page_requested
 
 
 def page_titles(services: Services, kb_id: str) -> set[str]:
@@ -46,7 +46,7 @@ def test_only_the_owners_token_holds_the_lock(redis_server: RedisServer):
 
 async def test_a_rebuild_that_lost_its_lock_writes_and_removes_no_page_before_it_notices(
         wiki_replicas, redis_server: RedisServer, scripted_model: ScriptedModel, caplog: pytest.LogCaptureFixture):
-    caplog.set_level(logging.WARNING, logger="ragline.service.wiki")
+    caplog.set_level(logging.WARNING, logger="ragline.ingestion.wiki_scheduler")
     a = wiki_replicas("a")
     kb = a.retrieval.knowledge_bases.create("fenced-wiki", wiki_enabled=True)
     # the first page of both Aurora documents is slow: the lock is taken while it is written

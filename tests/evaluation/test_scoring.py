@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragline.generation import scoring
-from ragline.generation.eval_report import aggregate, compare, percentile
+from ragline.evaluation import scoring
+from ragline.evaluation.report import aggregate, compare, percentile
 
 # --- normalisation and tokens ---
 

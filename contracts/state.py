@@ -1,8 +1,8 @@
 """Graph state: the seed's ChatManage split the LangGraph way.
 
-- `PipelineRequest` (graph/request.py): immutable, written once per turn from the input;
+- `PipelineRequest` (contracts/request.py): immutable, written once per turn from the input;
 - the per-turn keys below (PipelineState), each with a reducer where several writers meet;
-- runtime handles (graph/context.py): passed as LangGraph runtime context, never checkpointed.
+- runtime handles (contracts/context.py): passed as LangGraph runtime context, never checkpointed.
 
 A session is a LangGraph thread: `messages` accumulates the conversation across turns, while
 `begin_turn` resets every per-turn key so a turn never sees the previous turn's results.
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Annotated, Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -20,8 +21,8 @@ from typing_extensions import (
     TypedDict,  # pydantic builds JSON schemas (Studio) only from this one on 3.11
 )
 
-from ragline.graph.request import PipelineRequest, SearchTarget
-from ragline.retrieval.searchutil import content_signature, merge_search_results  # noqa: F401 (the state's reducer; content_signature re-exported)
+from ragline.contracts.passages import SearchTarget, merge_search_results
+from ragline.contracts.request import PipelineRequest
 
 
 class QueryIntent(StrEnum):
@@ -163,27 +164,34 @@ class PipelineState(TurnResults, total=False):
     turn: TurnIds
 
 
-PER_TURN_RESET: dict[str, Any] = {
-    "rewrite_query": "",
-    "intent": "",
-    "image_description": "",
-    "history": [],
-    "search_targets": [],
-    "rerank_results": [],
-    "merge_results": [],
-    "entities": [],
-    "entity_kb_ids": [],
-    "graph_result": None,
-    "user_content": "",
-    "rendered_contexts": "",
-    "system_prompt_override": None,
-    "memory_prompt": "",
-    "plain_reply": False,
-    "chat_response": None,
-    "error": None,
-}
-# keys with a reducer need langgraph.types.Overwrite to be reset; begin_turn handles them
-PER_TURN_ACCUMULATING = ("search_results",)
+def empty_value(annotation: Any) -> Any:
+    """What a key of this type holds before a stage writes it: None for an optional, else the type's empty value."""
+    if get_origin(annotation) in (Union, UnionType) and type(None) in get_args(annotation):
+        return None
+    kind = get_origin(annotation) or annotation
+    empties: dict[Any, Any] = {str: "", bool: False, int: 0, list: [], dict: {}}
+    if kind not in empties:
+        raise TypeError(f"a per-turn key needs an empty value: {annotation!r} has none")
+    return empties[kind]
+
+
+def per_turn_keys(state: type, *, beyond: type | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The keys of `state` (those `beyond` declares left out) a new turn starts empty: (the plain ones
+    with their empty values, the ones with a reducer, which need langgraph.types.Overwrite)."""
+    inherited = set(get_type_hints(beyond)) if beyond is not None else set()
+    resets: dict[str, Any] = {}
+    accumulating: list[str] = []
+    for key, annotation in get_type_hints(state, include_extras=True).items():
+        if key in inherited:
+            continue
+        if get_origin(annotation) is Annotated:
+            accumulating.append(key)
+        else:
+            resets[key] = empty_value(annotation)
+    return resets, tuple(accumulating)
+
+
+PER_TURN_RESET, PER_TURN_ACCUMULATING = per_turn_keys(TurnResults)  # begin_turn resets both
 
 
 class PipelineInput(TypedDict):
@@ -219,16 +227,15 @@ class ChatOutput(TypedDict):
 
 def checkpoint_types() -> list[type]:
     """Our classes that appear in checkpoints, for the serializer's msgpack allow-list."""
-    from ragline.graph import request
-    from ragline.retrieval import types as retrieval_types
+    from ragline.contracts import passages, request
 
     return [
-        retrieval_types.SearchResult,
-        retrieval_types.ChunkType,
-        retrieval_types.MatchType,
+        passages.SearchResult,
+        passages.ChunkType,
+        passages.MatchType,
+        passages.SearchTarget,
         request.PipelineRequest,
         request.SummaryConfig,
-        request.SearchTarget,
         request.ImageInput,
         request.FallbackStrategy,
         TurnIds,

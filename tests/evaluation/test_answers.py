@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ragline.commands import kb as kb_cli
-from ragline.generation.evaluation import EVAL_TENANT, load_qa_set, sample_questions
+from ragline.evaluation.answers import EVAL_TENANT, load_qa_set, sample_questions
 from tests.api.live import memory_settings
 from tests.scripted_model import Reply, last_user_text, system_text
 
@@ -118,7 +118,7 @@ def test_the_report_scores_what_the_model_said_and_the_passages_it_cited(run, st
     assert report["settings"]["prompt_mode"] == "default" and report["settings"]["seed"] == 7
     assert report["settings"]["model"] == "openai/scripted" and report["settings"]["questions"] == 4
     assert "exact_match" in out and "0.2500" in out
-    from ragline.generation.eval_report import MEANINGS, SHOWN
+    from ragline.evaluation.report import MEANINGS, SHOWN
 
     table = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in SHOWN}
     assert set(table) == set(SHOWN) and all(table[name].endswith(MEANINGS[name]) for name in SHOWN)  # one line each
@@ -190,7 +190,7 @@ def test_sampling_is_fixed_by_the_seed(tmp_path):
 
 
 def test_support_recall_is_the_share_of_a_multi_hop_questions_paragraphs_in_the_context():
-    from ragline.generation.evaluation import Question, Turn, score_row
+    from ragline.evaluation.answers import Question, Turn, score_row
 
     question = Question("m1", "Who founded the city where X was born?", ("Ada",), ("p1", "p2", "p3", "p4"))
     turn = Turn(answer="Ada", references=[{"knowledge_id": "k1"}, {"knowledge_id": "k3"}, {"knowledge_id": "k9"}])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragline import defaults
-from ragline.graph.state import QueryIntent
+from ragline.contracts.state import QueryIntent
 from ragline.models.embeddings import Embedder
 
 # English and Chinese, as the sample knowledge base and the shared evaluation sets.

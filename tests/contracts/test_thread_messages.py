@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from ragline.graph import thread_messages
-from ragline.retrieval.types import SearchResult
+from ragline.contracts import thread_messages
+from ragline.contracts.passages import SearchResult
 
 texts = st.text(max_size=40)
 ids = st.text(alphabet="0123456789abcdef", min_size=1, max_size=32)

@@ -8,19 +8,31 @@ the cancel flag, the inbox) is set by the code that hosts the run (CLI, HTTP ser
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from pydantic import InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 
-from ragline.graph.request import AgentConfig
-from ragline.graph.thread_messages import ASSISTANT_ID, ASSISTANT_VERSION
-from ragline.services import Services
+from ragline.contracts.request import AgentConfig
+from ragline.contracts.state import TurnIds
+from ragline.contracts.thread_messages import ASSISTANT_ID, ASSISTANT_VERSION
+from ragline.settings import Settings
 
 EventSink = Callable[[Any], None]
 Inbox = Callable[[], Awaitable[list[str]]]
+
+
+class RunServices(Protocol):
+    """What a run's stages are handed by their host: the composition root (`ragline.services.Services`,
+    which stages reach through `services_of(runtime)`). Named here by what every root has, so the
+    turn's contracts depend on no container."""
+
+    settings: Settings
+
+    async def aclose(self) -> None: ...
 
 
 class ExclusiveSink:
@@ -38,7 +50,7 @@ class RunHost:
     """The handles the code hosting a run (CLI, HTTP service, Studio, a parent graph) gives its
     stages: the composition root and the run's channels. Never JSON, never checkpointed."""
 
-    services: Services | None = None
+    services: RunServices | None = None
     """ragline.services.Services, the composition root (a graph compiled with services fills it in)."""
     event_sink: EventSink | None = None
     """Receives every StreamResponse; LangGraph's custom stream is used as well, unless it is an ExclusiveSink."""
@@ -82,3 +94,30 @@ def context_of(runtime: Any) -> RunContext:
     """The run's context, or an empty one when the caller gave none (Studio, a parent graph)."""
     context = getattr(runtime, "context", None)
     return context if isinstance(context, RunContext) else RunContext()
+
+
+def _thread_id() -> str:
+    """The running graph's thread id (Studio, a parent graph), or '' outside a run or without one."""
+    try:
+        from langgraph.config import get_config
+
+        return str((get_config().get("configurable") or {}).get("thread_id") or "")
+    except RuntimeError:
+        return ""
+
+
+def with_turn_ids(context: RunContext) -> RunContext:
+    """The context with every id the caller left empty minted (the one place ids are made). A
+    session is a thread: without a session id, the turn belongs to the run's thread."""
+    return replace(
+        context,
+        session_id=context.session_id or _thread_id() or str(uuid.uuid4()),
+        request_id=context.request_id or str(uuid.uuid4()),
+        user_message_id=context.user_message_id or str(uuid.uuid4()),
+        assistant_message_id=context.assistant_message_id or str(uuid.uuid4()),
+    )
+
+
+def turn_ids(context: RunContext) -> TurnIds:
+    context = with_turn_ids(context)
+    return TurnIds(context.session_id, context.request_id, context.user_message_id, context.assistant_message_id)

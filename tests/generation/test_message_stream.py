@@ -1,13 +1,13 @@
-"""graph/message_stream.py: answer tokens on LangGraph's messages stream, as a chat model's."""
+"""generation/message_stream.py: answer tokens on LangGraph's messages stream, as a chat model's."""
 
 from langchain_core.messages import AIMessage, AIMessageChunk
 
 from ragline.checkpoints.savers import memory_saver
-from ragline.graph.context import RunContext, RunHost
+from ragline.contracts.context import RunContext, RunHost
+from ragline.contracts.request import PipelineRequest
+from ragline.contracts.state import TurnIds
+from ragline.generation.message_stream import AnswerChunks
 from ragline.graph.graphs import build_graph
-from ragline.graph.message_stream import AnswerChunks
-from ragline.graph.request import PipelineRequest
-from ragline.graph.state import TurnIds
 from ragline.services import Services
 from tests.scripted_model import Reply
 

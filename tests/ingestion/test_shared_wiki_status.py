@@ -9,7 +9,7 @@ import asyncio
 
 from redis import Redis
 
-from ragline.service.wiki_status import RedisWikiStatuses, WikiStatus
+from ragline.ingestion.wiki_status import RedisWikiStatuses, WikiStatus
 from tests.api.test_wiki_api import AURORA_PAGE, PAIRING, is_wiki_prompt
 from tests.redis_server import RedisServer
 from tests.scripted_model import Reply, ScriptedModel

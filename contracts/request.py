@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from ragline import defaults
-from ragline.retrieval.types import SearchTarget  # what a turn searches: a retrieval concept the request carries
+from ragline.contracts.passages import SearchTarget  # what a turn searches: a retrieval concept the request carries
 
 
 class FallbackStrategy(StrEnum):
