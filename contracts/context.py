@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, Protocol
 
 from pydantic import InstanceOf
@@ -45,6 +46,13 @@ class ExclusiveSink:
         raise NotImplementedError
 
 
+class Framing(StrEnum):
+    """Who sends a turn's frame: `agent_query` before the graph's events, `complete` after them."""
+
+    HOST = "host"  # a turn driver hosts the run (the HTTP service, the CLI, the evaluation): it frames the turn
+    GRAPH = "graph"  # nothing around the graph does (Studio, a parent graph, an agent's tool): begin_turn opens, the last answer or error closes
+
+
 @dataclass
 class RunHost:
     """The handles the code hosting a run (CLI, HTTP service, Studio, a parent graph) gives its
@@ -58,6 +66,8 @@ class RunHost:
     """Set when the user stops the run. A host that gives one stops runs itself and saves what was shown."""
     inbox: Inbox | None = None
     """Returns the messages sent while the run runs (agent mode injects them at its next step)."""
+    framing: Framing = Framing.GRAPH
+    """Who frames the turn; a turn driver declares itself (graph/turn.py), any other host leaves it to the graph."""
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, Field
 
-from ragline.contracts.context import ExclusiveSink, RunContext
+from ragline.contracts.context import ExclusiveSink, Framing, RunContext
 from ragline.contracts.state import PipelineError, TurnFailed, TurnIds
 
 
@@ -234,19 +234,20 @@ def _deliver(context: RunContext | None, event: StreamResponse) -> None:
         sink(event)
 
 
+def frames_itself(context: RunContext | None) -> bool:
+    """Whether the graph sends its turn's frame (RunHost.framing): no driver hosts the run."""
+    return context is None or context.host.framing is Framing.GRAPH
+
+
 def _ends_a_driverless_turn(context: RunContext | None, event: StreamResponse) -> bool:
-    """A graph run with no turn driver around it (Studio, a parent graph, an agent's tool: its
-    context carries no ids, which a driver always fills) gets the driver's last frame from the
-    graph itself: `complete` after the terminal answer or error. `begin_turn` sends the first."""
-    if context is not None and context.request_id:
-        return False
-    return event.done and event.response_type in (ResponseType.ANSWER, ResponseType.ERROR)
+    """A graph that frames its own turn sends the last frame itself: `complete` after the terminal
+    answer or error (`begin_turn` sends the first)."""
+    return frames_itself(context) and event.done and event.response_type in (ResponseType.ANSWER, ResponseType.ERROR)
 
 
 def _complete_after(event: StreamResponse) -> StreamResponse:
     stopped = event.response_type == ResponseType.ANSWER and bool((event.data or {}).get("stopped"))
-    return StreamResponse(id=event.id, response_type=ResponseType.COMPLETE, done=True, session_id=event.session_id,
-                          assistant_message_id=event.assistant_message_id, data={"stopped": True} if stopped else None)
+    return complete(TurnIds(event.session_id or "", event.id or "", "", event.assistant_message_id or ""), stopped=stopped)
 
 
 def memory_recalled(turn: TurnIds, items: list[dict[str, Any]]) -> StreamResponse:

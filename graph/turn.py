@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from ragline.contracts import events
-from ragline.contracts.context import RunContext, turn_ids, with_turn_ids
+from ragline.contracts.context import Framing, RunContext, turn_ids, with_turn_ids
 from ragline.contracts.events import ProgressWindow, ResponseType, StreamResponse
 from ragline.contracts.request import PipelineRequest
 from ragline.contracts.state import ChatResponse
@@ -73,6 +73,7 @@ class TurnDriver:
                  durability: Durability | None = None) -> None:
         self.graph = graph
         self.context = with_turn_ids(context)
+        self.context.host.framing = Framing.HOST  # the host's own handles (shared, as the cancel flag is): this driver frames the turn
         self.turn = turn_ids(self.context)
         configurable = {"thread_id": self.context.session_id, **((config or {}).get("configurable") or {})}
         # with tracing on, one span per stage (graph/tracing.py); off, the config is unchanged

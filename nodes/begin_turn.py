@@ -126,9 +126,9 @@ def _query_of(request: PipelineRequest | dict[str, Any] | None) -> str:
 
 
 def _open_driverless_turn(turn: TurnIds, context: RunContext, query: str) -> None:
-    """`agent_query` first, as a turn driver would send it, when no driver hosts the run (its
-    context has no ids: Studio, a parent graph, an agent's tool); `complete` closes it (events.emit)."""
-    if not context.request_id:
+    """`agent_query` first, as a turn driver would send it, when the graph frames its own turn
+    (RunHost.framing: Studio, a parent graph, an agent's tool); `complete` closes it (events.emit)."""
+    if events.frames_itself(context):
         events.emit(context, events.agent_query(turn, query))
 
 

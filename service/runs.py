@@ -138,10 +138,11 @@ class RunManager:
         running = await self.backend.registry.begin(record, self.holder, self.lease_ttl_s)
         if running is not None:
             raise ConflictError(f"a reply is still being generated in this session (message {running.assistant_message_id}); stop it or wait")
-        first = events.agent_query(record.turn, request.query, title_pending=record.title_pending)
+        run = self._prepare(record, request)
+        first = run.driver.opening(request.query, title_pending=record.title_pending)  # the driver frames the turn
         await self.backend.streams.append(record.session_id, record.message_id, as_json(first))
         await self.backend.sessions.patch(session.id, {"updated_at": utcnow(), "last_request_state": LastRequestState.of(request)})
-        self._launch(record, request, resume=False)
+        self._start(run, resume=False)
         if record.title_pending:
             self._spawn(self._title(record, request))
         return record
@@ -164,6 +165,10 @@ class RunManager:
         await self.backend.registry.inject(record.message_id, text)
 
     def _launch(self, record: RunRecord, request: PipelineRequest, *, resume: bool) -> None:
+        self._start(self._prepare(record, request), resume=resume)
+
+    def _prepare(self, record: RunRecord, request: PipelineRequest) -> Run:
+        """The run of `record`, its driver and its event sink, not started yet."""
         context = RunContext(
             **asdict(record.turn),
             tenant_id=record.tenant_id,
@@ -182,8 +187,11 @@ class RunManager:
         run = Run(record, driver, request, fence=self.backend.registry.fence(record.message_id, self.holder, self.lease_ttl_s))
         run.stage_events = StageEvents(self.backend.streams, run)  # a stage's events go straight into the log
         run.context.host.event_sink = run.stage_events
-        self._runs[record.message_id] = run
-        run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{record.message_id}")
+        return run
+
+    def _start(self, run: Run, *, resume: bool) -> None:
+        self._runs[run.record.message_id] = run
+        run.task = asyncio.create_task(self._drive(run, resume=resume), name=f"run:{run.record.message_id}")
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)

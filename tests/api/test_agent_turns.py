@@ -70,6 +70,7 @@ async def test_an_agent_mode_assistant_answers_through_the_api_in_two_search_rou
 
     seen = [("thought" if (f.event.get("data") or {}).get("thought") else f.type) for f in got]
     assert seen[0] == "agent_query" and seen[-1] == "complete" and "error" not in seen
+    assert seen.count("agent_query") == 1 and seen.count("complete") == 1
     assert [k for k in seen if k in ("thought", "tool_call", "tool_result", "references")] == [
         "thought", "tool_call", "tool_result", "thought", "tool_call", "tool_result", "references"]
     calls = [f.event["data"] for f in got if f.type == "tool_call"]

@@ -22,6 +22,7 @@ async def test_the_answer_streams_with_agent_query_first_and_complete_last(clien
     sid = await new_session(client, title="Geography")
     got = await collect(client, "POST", f"/api/v1/sessions/{sid}/knowledge-chat", json=ASK)
     assert types(got)[0] == "agent_query" and types(got)[-1] == "complete"
+    assert types(got).count("agent_query") == 1 and types(got).count("complete") == 1  # the run manager's driver frames the turn, once
     first = got[0].event
     assert first["session_id"] == sid and first["assistant_message_id"]
     assert all(f.id.startswith(first["assistant_message_id"] + ":") for f in got)

@@ -58,6 +58,7 @@ async def test_two_search_rounds_then_an_answer_citing_passages_of_both(services
 
     seen = kinds(frames)
     assert seen[0] == "agent_query" and seen[-1] == "complete"
+    assert seen.count("agent_query") == 1 and seen.count("complete") == 1  # the driver frames the turn; the graph does not again
     assert [k for k in seen if k in ("thought", "tool_call", "tool_result", "references")] == [
         "thought", "tool_call", "tool_result", "thought", "tool_call", "tool_result", "references"]
     assert seen.index("references") < len(seen) - 2 and frames[-2]["response_type"] == "answer" and frames[-2]["done"]

@@ -94,5 +94,34 @@ async def test_a_run_with_no_turn_driver_is_framed_by_the_graph_itself(scripted_
     scripted_model.on(lambda b: True, Reply.text("Berlin."))
     chunks = [c async for c in _parent(Services()).astream({"question": "q"}, {"configurable": {"thread_id": "p9"}}, stream_mode="custom", subgraphs=True)]
     kinds = [payload["response_type"] for _, payload in chunks]
-    assert kinds[0] == "agent_query" and kinds[-1] == "complete" and kinds.count("complete") == 1
+    assert kinds[0] == "agent_query" and kinds[-1] == "complete" and kinds.count("complete") == 1 and kinds.count("agent_query") == 1
     assert chunks[0][1]["content"] == "q" and chunks[-1][1]["assistant_message_id"] == chunks[0][1]["assistant_message_id"]
+
+
+@pytest.mark.parametrize("outcome", ["answer", "refused"])
+async def test_a_graph_frames_its_own_turn_once_whatever_ids_its_context_carries(scripted_model, outcome):
+    """Who frames a turn is declared (RunHost.framing), not guessed from the ids: a parent graph that
+    passes its own ids still gets one agent_query and one complete, after an answer or a refusal;
+    a turn driver around the same graph sends them itself, and the graph sends none."""
+    from ragline.contracts.context import Framing
+    from ragline.graph.turn import stream_turn
+
+    scripted_model.on(lambda b: True, Reply.text("Berlin."))
+    request = {"query": "What is the capital of Germany?" if outcome == "answer" else ""}
+    context = RunContext(session_id="p-ids", request_id="r-parent", assistant_message_id="a-parent", host=RunHost(services=Services()))
+    graph = build_graph("chat_stream", checkpointer=memory_saver())
+    chunks: list[dict[str, Any]] = []
+    try:
+        async for chunk in graph.astream({"request": request}, {"configurable": {"thread_id": "p-ids"}}, context=context, stream_mode="custom"):
+            chunks.append(chunk)
+    except TurnFailed:
+        assert outcome == "refused"
+    kinds = [c["response_type"] for c in chunks]
+    assert kinds.count("agent_query") == 1 and kinds.count("complete") == 1 and kinds[0] == "agent_query" and kinds[-1] == "complete"
+    assert context.host.framing is Framing.GRAPH
+
+    driven = RunContext(session_id="p-driven", host=RunHost(services=Services()))
+    frames = [e.response_type.value async for e in stream_turn(build_graph("chat_stream", checkpointer=memory_saver()),
+                                                              PipelineRequest.model_construct(**request), driven)]
+    assert frames.count("agent_query") == 1 and frames.count("complete") == 1 and frames[0] == "agent_query" and frames[-1] == "complete"
+    assert driven.host.framing is Framing.HOST
