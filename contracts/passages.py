@@ -69,23 +69,17 @@ def content_signature(content: str) -> str:
     return hashlib.sha1(normalized.encode("utf-8")).hexdigest()
 
 
-def _result_keys(result: Any) -> tuple[str, str]:
-    if isinstance(result, dict):
-        return str(result.get("id", "")), content_signature(str(result.get("content", "")))
-    return str(getattr(result, "id", "")), content_signature(str(getattr(result, "content", "")))
-
-
-def merge_search_results(existing: list[Any] | None, new: list[Any] | None) -> list[Any]:
+def merge_search_results(existing: list[SearchResult] | None, new: list[SearchResult] | None) -> list[SearchResult]:
     """Reducer of parallel search branches (replaces Clone + RunParallel + removeDuplicateResults).
 
     A result is dropped when its chunk id or its content signature was already seen; the first
     occurrence wins, so the order is stable.
     """
-    merged: list[Any] = []
+    merged: list[SearchResult] = []
     seen_ids: set[str] = set()
     seen_signatures: set[str] = set()
     for result in [*(existing or []), *(new or [])]:
-        chunk_id, signature = _result_keys(result)
+        chunk_id, signature = result.id, content_signature(result.content)
         if (chunk_id and chunk_id in seen_ids) or signature in seen_signatures:
             continue
         if chunk_id:

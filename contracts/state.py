@@ -21,7 +21,7 @@ from typing_extensions import (
     TypedDict,  # pydantic builds JSON schemas (Studio) only from this one on 3.11
 )
 
-from ragline.contracts.passages import SearchTarget, merge_search_results
+from ragline.contracts.passages import SearchResult, SearchTarget, merge_search_results
 from ragline.contracts.request import PipelineRequest
 
 
@@ -133,9 +133,9 @@ class TurnResults(TypedDict, total=False):
     image_description: str
     history: list[HistoryTurn]
     search_targets: list[SearchTarget]  # what chunk search covers this turn, ids resolved
-    search_results: Annotated[list[Any], merge_search_results]
-    rerank_results: list[Any]
-    merge_results: list[Any]
+    search_results: Annotated[list[SearchResult], merge_search_results]
+    rerank_results: list[SearchResult]
+    merge_results: list[SearchResult]
     entities: list[str]
     entity_kb_ids: list[str]
     graph_result: dict[str, Any] | None
@@ -207,7 +207,7 @@ class PipelineOutput(TypedDict, total=False):
     turn: TurnIds
     rewrite_query: str
     intent: str
-    merge_results: list[Any]
+    merge_results: list[SearchResult]
     chat_response: ChatResponse | None
     error: PipelineError | None
 

@@ -62,18 +62,12 @@ RETRIEVED_IMAGES_REQUIREMENT = (
 MARKDOWN_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\s]+[^)]*\)")
 
 
-def content_of(result: Any) -> str:
-    """A search result's text, whether a model or (from a checkpoint) a dict."""
-    content = result.get("content") if isinstance(result, dict) else getattr(result, "content", "")
-    return content if isinstance(content, str) else ""
-
-
 def system_prompt(state: PipelineState) -> str:
     """SystemPromptOverride (intent prompt) first, then the request's prompt, then system_prompt.yaml."""
     request = state["request"]
     template = state.get("system_prompt_override") or request.summary.prompt or prompts.get("system_prompt").text()
     rendered = prompts.render(template, **placeholder_values(state))
-    if any(MARKDOWN_IMAGE.search(content_of(result)) for result in state.get("merge_results", [])):
+    if any(MARKDOWN_IMAGE.search(result.content) for result in state.get("merge_results", [])):
         rendered += "\n\n" + RETRIEVED_IMAGES_REQUIREMENT
     memory = state.get("memory_prompt")
     return f"{rendered}\n\n{memory}" if memory else rendered

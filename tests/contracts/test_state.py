@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ragline.contracts.passages import SearchTarget, content_signature, merge_search_results
+from ragline.contracts.passages import SearchResult, SearchTarget, content_signature, merge_search_results
 from ragline.contracts.request import PipelineRequest
 from ragline.contracts.state import QueryIntent, needs_kb_retrieval, needs_retrieval, normalize_intent
 
@@ -76,9 +76,13 @@ def test_search_results_are_deduplicated_by_chunk_id_and_content_signature():
     assert [h.id for h in merged] == ["a", "c"]
 
 
-def test_search_result_reducer_accepts_dicts_and_keeps_first_occurrence():
-    merged = merge_search_results([{"id": "x", "content": "one"}], [{"id": "y", "content": "two"}, {"id": "x", "content": "dup"}])
-    assert [h["id"] for h in merged] == ["x", "y"]
+def _passage(chunk_id: str, content: str) -> SearchResult:
+    return SearchResult(id=chunk_id, content=content, score=0.5, knowledge_id="d", knowledge_base_id="kb")
+
+
+def test_search_result_reducer_keeps_the_first_occurrence_by_id_and_by_content():
+    merged = merge_search_results([_passage("x", "one")], [_passage("y", "two"), _passage("x", "dup"), _passage("z", " ONE ")])
+    assert [h.id for h in merged] == ["x", "y"]
 
 
 @given(st.text(alphabet=string.ascii_letters, min_size=1), st.text(alphabet=string.ascii_letters, min_size=1))

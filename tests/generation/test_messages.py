@@ -31,9 +31,17 @@ def test_a_context_without_images_keeps_the_prompt_as_it_was():
     assert REQUIREMENT not in system_prompt({"request": PipelineRequest(query="hi")})
 
 
-def test_results_restored_from_a_checkpoint_as_dicts_count_too():
-    state: PipelineState = {"request": PipelineRequest(query="q"), "merge_results": [{"content": "![chart](local://images/x.png)"}]}
-    assert REQUIREMENT in system_prompt(state)
+def test_results_restored_from_a_checkpoint_are_passages_again_and_count_too():
+    """One passage type: what a checkpoint gives back is the passage it stored (both serializers), never a dict."""
+    from ragline.checkpoints.savers import redis_serializer, serializer
+    from ragline.contracts.passages import SearchResult
+
+    passage = SearchResult(id="c1", content="![chart](local://images/x.png)", score=0.5, knowledge_id="d", knowledge_base_id="kb")
+    for serde in (serializer(), redis_serializer()):
+        restored = serde.loads_typed(serde.dumps_typed({"merge_results": [passage]}))["merge_results"]
+        assert restored == [passage] and isinstance(restored[0], SearchResult)
+        state: PipelineState = {"request": PipelineRequest(query="q"), "merge_results": restored}
+        assert REQUIREMENT in system_prompt(state)
 
 
 @given(st.text(alphabet=st.characters(blacklist_characters="]\n"), max_size=30),
