@@ -20,7 +20,7 @@ class AgentState(PipelineState, total=False):
     sources: Annotated[list[dict[str, Any]], operator.add]  # every passage given to the model (SourceChunk as JSON), alias order
     tool_images: Annotated[list[dict[str, str]], operator.add]  # {"chunk_id", "url"} of the images those passages hold, no bytes
     pending_calls: list[dict[str, Any]]  # the last reply's tool calls, still to run (ToolCallRequest as JSON)
-    awaiting_approval: list[str]  # ids of those calls that wait for the user's approval (graph/approval.py)
+    awaiting_approval: list[str]  # ids of those calls that wait for the user's approval (nodes/agent/approval.py)
     denied: dict[str, str]  # ids of calls the user denied, with the reason given: answered with it, never run
     awaiting_authorization: list[dict[str, str]]  # MCP servers whose authorization the turn waits for: {"server", "authorization_url"}
     oauth_asked: list[str]  # MCP servers this turn asked the user to authorize (never asked twice in a turn)

@@ -82,7 +82,7 @@ class RunContext:
     assistant_id: str = field(default="", metadata={"description": "The stored assistant whose configuration `agent` is (service/assistants.py); recorded on the answer."})
     assistant_version: int = field(default=0, metadata={"description": "The version of that assistant; recorded on the answer."})
     agent_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools the assistant allows (graph/agent.py); empty offers nodes/tools DEFAULT_TOOLS (not the web tools)."})
-    approval_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools whose calls wait for the user's approval (graph/approval.py); an MCP server's name: each of its tools."})
+    approval_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools whose calls wait for the user's approval (nodes/agent/approval.py); an MCP server's name: each of its tools."})
     agent_mcp_servers: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the MCP servers (of settings agent_mcp_servers) whose tools the agent may call."})
     host: SkipJsonSchema[InstanceOf[RunHost]] = field(default_factory=RunHost, repr=False, metadata={"description": "What the code hosting the run hands its stages (not JSON: left out of Studio's form)."})
 

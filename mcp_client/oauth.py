@@ -8,7 +8,7 @@ wait in memory for the browser to come back, which no durable run can do, so Rag
 1. When the SDK needs the user, `OAuthFlows` keeps what finishing takes (a fresh PKCE verifier,
    the token request the SDK prepared) under the authorization's `state`, for
    AGENT_OAUTH_PENDING_TTL_S, and raises `AuthorizationRequired` with the URL to open. The run
-   pauses on it (graph/mcp_oauth.py); nothing waits in memory.
+   pauses on it (nodes/agent/authorize.py); nothing waits in memory.
 2. The browser comes back to `redirect_url` (api/mcp_oauth.py) on any replica: `finish` exchanges
    the code for the user's tokens and stores them (mcp_client/credentials.py). The paused run sees
    them and goes on.

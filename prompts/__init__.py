@@ -27,6 +27,7 @@ TEMPLATE_FILES = (
     "graph_extraction",
     "generate_questions",
     "generate_summary",
+    "agent",
 )
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")

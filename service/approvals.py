@@ -1,10 +1,10 @@
 """What a paused agent-mode run waits on: the user's decisions on tool calls (tool approval), or
 their authorization of MCP servers (MCP OAuth).
 
-For approval the graph pauses with an interrupt naming the calls (graph/approval.py); the run
+For approval the graph pauses with an interrupt naming the calls (nodes/agent/approval.py); the run
 manager records them in the run registry, where a decision posted to any replica lands (POST
 .../approvals), and resumes the graph once every call is decided. A call left undecided too long is
-denied. For MCP OAuth (graph/mcp_oauth.py) the interrupt names the servers; the browser's return to
+denied. For MCP OAuth (nodes/agent/authorize.py) the interrupt names the servers; the browser's return to
 any replica stores the user's tokens (or their refusal), which the run manager sees in the
 credential store, and resumes the graph once each server is settled, or the time is up.
 """

@@ -5,7 +5,7 @@ calls its tools as <server>__<tool>. What a tool returns is text the model reads
 cite); a tool that reports an error, or a server that cannot be reached, answers the call with
 that error and the loop goes on. A server that cannot list its tools is left out of the turn; one
 that needs the user's authorization first (MCP OAuth) is named, with the link, for the turn to
-ask (graph/mcp_oauth.py).
+ask (nodes/agent/authorize.py).
 """
 
 from __future__ import annotations

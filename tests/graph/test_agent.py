@@ -188,7 +188,7 @@ async def test_a_message_in_the_inbox_is_injected_at_the_next_step_and_kept_in_t
     assert [(m.type, m.content) for m in saved] == [("human", QUESTION), ("human", told), ("ai", "In Tromsø.")]
 
 
-# --- tool approval (graph/approval.py) ---
+# --- tool approval (nodes/agent/approval.py) ---
 
 
 def _script_one_search(scripted_model: Any) -> None:
@@ -251,7 +251,7 @@ async def test_tools_not_marked_for_approval_run_at_once(services, scripted_mode
 
 
 async def test_an_assistant_naming_no_tools_is_offered_those_that_stay_inside_the_service():
-    from ragline.graph.agent import offered_tools
+    from ragline.nodes.agent.loop import offered_tools
     from ragline.nodes.tools import DEFAULT_TOOLS, TOOLS
 
     services = Services(Settings(redis_url=None))

@@ -9,7 +9,7 @@ SEED_TEMPLATE_IDS = {"rewrite", "intent_prompts", "system_prompt", "context_temp
 
 
 def test_every_seed_template_file_ships_and_loads():
-    assert set(prompts.TEMPLATE_FILES) == SEED_TEMPLATE_IDS
+    assert set(prompts.TEMPLATE_FILES) == SEED_TEMPLATE_IDS | {"agent"}  # agent.yaml: the seed's agent_system_prompt and the loop's notes
     for name in prompts.TEMPLATE_FILES:
         assert prompts.load(name)
 
@@ -39,3 +39,10 @@ def test_unknown_file_and_id_raise_a_clear_error():
         prompts.load("nope")
     with pytest.raises(prompts.PromptError):
         prompts.get("fallback", "nope")
+
+
+def test_the_agent_loop_has_its_system_prompt_compaction_and_limit_notes():
+    ids = {t.id for t in prompts.load("agent")}
+    assert ids == {"system", "compact", "max_rounds", "max_tool_calls", "answer_now", "images_note"}
+    assert prompts.get("agent").id == "system"
+    assert "{question}" in prompts.get("agent", "compact").text() and "{rounds}" in prompts.get("agent", "compact").text()

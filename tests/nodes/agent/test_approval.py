@@ -1,8 +1,8 @@
-"""Which calls wait for approval (graph/approval.py), and how a resume value decides them."""
+"""Which calls wait for approval (nodes/agent/approval.py), and how a resume value decides them."""
 
 from __future__ import annotations
 
-from ragline.graph.approval import NO_DECISION, decisions_from, needs_approval
+from ragline.nodes.agent.approval import NO_DECISION, decisions_from, needs_approval
 
 
 def test_a_tool_needs_approval_by_its_name_or_an_mcp_tool_by_its_servers():
