@@ -33,11 +33,16 @@ class HostDefaults:
         return _with_defaults(node, self.services, self.agent)
 
 
+# What a turn reads of the root, opened in a worker thread before a stage would open it on the loop.
+TURN_PARTS = ("embedder", "retrieval", "memory", "intents")
+
+
 def _with_defaults(node: Callable[..., Any], services: Services | None, agent: AgentConfig | None) -> Callable[..., Any]:
     async def run(state: Any, runtime: Runtime[RunContext]) -> Any:
         context = context_of(runtime)
         missing: dict[str, Any] = {}
         if context.host.services is None and services is not None:
+            await services.open_off_the_loop(*TURN_PARTS)
             missing["host"] = replace(context.host, services=services)
         if context.agent is None and agent is not None:
             missing["agent"] = agent

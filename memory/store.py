@@ -15,16 +15,16 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from langgraph.store.base import BaseStore, Op, Result, SearchOp
+from langgraph.store.base import BaseStore, Op, Result
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 
 class ThreadedSqliteStore(SqliteStore):
-    """SqliteStore whose async calls run the sync batch in a worker thread, except searches of
-    namespaces that hold nothing (most callers have no memories): those answer at once. The hop
-    cost more than the search (~50 µs): without it a plain-chat turn takes 10-23% less server CPU
-    (benchmarks/turn_cost.py, medians of 3: 4.83/3.62/3.25 vs 5.35/4.72/3.73 ms at 1/4/32 turns in flight)."""
+    """SqliteStore whose async calls run the sync batch in a worker thread: a read waits for the
+    file (and for a writer in another process), which the event loop must never do. (An earlier
+    shortcut answered searches of empty namespaces with a read on the loop, ~10-20% less server CPU
+    for a plain-chat turn by benchmarks/turn_cost.py; `langgraph dev` rejected it as blocking.)"""
 
     @classmethod
     def open(cls, path: Path) -> ThreadedSqliteStore:
@@ -36,26 +36,7 @@ class ThreadedSqliteStore(SqliteStore):
         return store
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        if ops and all(isinstance(op, SearchOp) and not self._holds_any(op.namespace_prefix) for op in ops):
-            return [[] for _ in ops]
-        return await asyncio.to_thread(self.batch, ops)
-
-    def _holds_any(self, namespace_prefix: tuple[str, ...]) -> bool:
-        """Whether anything may be stored under the prefix: one indexed range read, on the caller's
-        thread. A store busy in another thread counts as maybe (the caller must not wait for it here)."""
-        if not namespace_prefix:
-            return True
-        text = ".".join(namespace_prefix)  # how SqliteStore writes a namespace: the namespace itself, or one below it
-        if not self.lock.acquire(blocking=False):
-            return True
-        try:
-            # every text that starts with "<text>." sorts from it up to "<text>/" ("/" follows "." in ASCII)
-            row = self.conn.execute("SELECT 1 FROM store WHERE prefix = ? OR (prefix >= ? AND prefix < ?) LIMIT 1",
-                                    (text, text + ".", text + "/")).fetchone()
-        finally:
-            self.lock.release()
-        return row is not None
+        return await asyncio.to_thread(self.batch, list(ops))
 
     def close(self) -> None:
         self.conn.close()

@@ -8,11 +8,13 @@ and its join, which turns "both branches found nothing" into the search-nothing 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from ragline.contracts.context import RunContext, context_of
+from ragline.contracts.passages import SearchTarget
 from ragline.contracts.state import ErrorKind, PipelineError, PipelineState
 from ragline.retrieval.chat_history import chat_history_targets
 from ragline.retrieval.scope import has_knowledge_scope, resolve_targets
@@ -25,12 +27,16 @@ async def chunk_search_parallel(state: PipelineState, runtime: Runtime[RunContex
     request = state["request"]
     if not has_knowledge_scope(request) and not request.chat_history_search:
         return {"search_targets": []}  # web search only
-    catalog = services_of(runtime).retrieval.catalog
-    targets = resolve_targets(request, catalog) if has_knowledge_scope(request) else []
-    if request.chat_history_search:  # the caller's own past conversations, never another user's or tenant's
-        context = context_of(runtime)
-        known = {t.knowledge_base_id for t in targets}
-        targets += [t for t in chat_history_targets(catalog, context.tenant_id, context.user_id) if t.knowledge_base_id not in known]
+    catalog, context = services_of(runtime).retrieval.catalog, context_of(runtime)
+
+    def settled() -> list[SearchTarget]:  # reads the catalog (a file or Redis): in a worker thread
+        targets = resolve_targets(request, catalog) if has_knowledge_scope(request) else []
+        if request.chat_history_search:  # the caller's own past conversations, never another user's or tenant's
+            known = {t.knowledge_base_id for t in targets}
+            targets += [t for t in chat_history_targets(catalog, context.tenant_id, context.user_id) if t.knowledge_base_id not in known]
+        return targets
+
+    targets = await asyncio.to_thread(settled)
     return {"search_targets": targets}
 
 

@@ -7,6 +7,7 @@ store costs its hits only: chunk search still answers.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -35,9 +36,10 @@ async def entity_search(state: PipelineState, runtime: Runtime[RunContext]) -> d
     request, context, services = state["request"], context_of(runtime), services_of(runtime)
     try:
         catalog = services.retrieval.catalog
-        targets = state.get("search_targets") or resolve_targets(request, catalog)
-        scope = DocumentScope.of(targets, catalog, kb_ids)
-        match, results = await search_entity_graph(services.graph_store, catalog, scope, entities, context.tenant_id)
+        targets = state.get("search_targets") or await asyncio.to_thread(resolve_targets, request, catalog) or []
+        scope = await asyncio.to_thread(DocumentScope.of, targets, catalog, kb_ids)  # the catalog: a file or Redis
+        store = await asyncio.to_thread(lambda: services.graph_store)
+        match, results = await search_entity_graph(store, catalog, scope, entities, context.tenant_id)
     except (GraphStoreError, TimeoutError) as exc:
         log.warning("entity_search failed: %s", exc)
         return {}

@@ -9,6 +9,7 @@ to chunk search, so any failure here leaves both keys empty and the turn goes on
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -27,9 +28,10 @@ log = logging.getLogger(__name__)
 
 async def graph_enabled_kb_ids(request: PipelineRequest, services: Services) -> list[str]:
     """Knowledge bases in the request's scope whose graph extraction is enabled, in scope order."""
-    targets = resolve_targets(request, services.retrieval.catalog)
+    targets = await asyncio.to_thread(resolve_targets, request, services.retrieval.catalog)  # the catalog: a file or Redis
     kb_ids = list(dict.fromkeys(t.knowledge_base_id for t in targets))
-    enabled = await services.graph_store.extraction_enabled(kb_ids)
+    store = await asyncio.to_thread(lambda: services.graph_store)  # opening DuckDB reads its file
+    enabled = await store.extraction_enabled(kb_ids)
     return [kb_id for kb_id in kb_ids if kb_id in enabled]
 
 

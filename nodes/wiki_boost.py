@@ -7,6 +7,7 @@ has its wiki enabled, its score is multiplied by 1.3 and the list re-sorted stab
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -40,7 +41,7 @@ async def wiki_boost(state: PipelineState, runtime: Runtime[RunContext]) -> dict
     if not any(is_wiki_page(r) for r in results):
         return {}
     kb_ids = {r.knowledge_base_id for r in results}
-    kbs = services_of(runtime).retrieval.catalog.get_kbs(sorted(kb_ids))
+    kbs = await asyncio.to_thread(services_of(runtime).retrieval.catalog.get_kbs, sorted(kb_ids))
     wiki_kb_ids = {kb_id for kb_id, kb in kbs.items() if getattr(kb, "wiki_enabled", False)}
     if not wiki_kb_ids:
         return {}

@@ -15,6 +15,7 @@ Heavy parts open on first use, once, behind a lock, so a pure-chat turn never op
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import sys
@@ -82,6 +83,14 @@ class Services:
         """Whether a part (e.g. "retrieval") was opened already: cleanup need not open it."""
         lazy = self._lazies.get(name)
         return lazy is not None and lazy.opened is not None
+
+    async def open_off_the_loop(self, *names: str) -> None:
+        """Open these parts (properties such as "retrieval") in a worker thread: they read files and
+        load models, and a host whose event loop must never block (`langgraph dev`, a parent graph)
+        opens what a turn reads before its first stage asks."""
+        missing = [name for name in names if not self.is_open(name)]
+        if missing:
+            await asyncio.to_thread(lambda: [getattr(self, name) for name in missing])
 
     # --- knowledge ---
 

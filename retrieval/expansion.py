@@ -176,7 +176,7 @@ async def expand_search(searcher: Searcher, params_for_target: Sequence[SearchPa
     results (primary hits keep their place) and decides when to call (the seed: expansion enabled
     and fewer primary hits than the embedding top-k).
     """
-    planned = plan_expansion(searcher, params_for_target, embedding_top_k, rerank_top_k)
+    planned = await asyncio.to_thread(plan_expansion, searcher, params_for_target, embedding_top_k, rerank_top_k)  # reads the catalog, tokenizes
     if not planned:
         return []
     gate = asyncio.Semaphore(defaults.QUERY_EXPANSION_MAX_CONCURRENCY)

@@ -92,17 +92,17 @@ class HybridSearcher:
         self.image_embedder = image_embedder  # the multimodal model; None: no image recall, nothing changes
 
     async def search(self, params: SearchParams) -> list[SearchResult]:
-        kbs = self.authorize(params.knowledge_base_ids, params.tenant_id)  # step 1
+        kbs = await asyncio.to_thread(self.authorize, params.knowledge_base_ids, params.tenant_id)  # step 1 (the catalog: a file or Redis)
         validate_same_embedding_model(kbs)
         match_count = normalized_match_count(params.match_count)  # step 2
         pool = retrieval_pool_size(match_count, len(kbs))
         query = await self._prepare_query(params, kbs)  # step 3
         groups = group_by_store(kbs)  # step 4
         fused, filled = await self._search_round(groups, query, pool)  # steps 6-7
-        fused = self._drop_negative_faq(fused, params.query, kbs)
+        fused = await asyncio.to_thread(self._drop_negative_faq, fused, params.query, kbs)
         if kbs[0].type == KnowledgeBaseType.FAQ and filled:  # step 8: the primary KB is an FAQ base
             fused = await self._deepen_faq(groups, query, pool, fused, match_count, params.query)
-        return self._to_results(fused[:match_count])  # step 9
+        return await asyncio.to_thread(self._to_results, fused[:match_count])  # step 9
 
     def authorize(self, kb_ids: list[str], tenant_id: str) -> list[KnowledgeBase]:
         found = self.catalog.get_kbs(list(dict.fromkeys(kb_ids)))
@@ -250,7 +250,7 @@ class HybridSearcher:
             if len(fused) >= match_count or not filled:
                 break
             fused, filled = await self._search_round(groups, query, deeper)
-            fused = self._drop_negative_faq(fused, raw_query, [kb for members in groups.values() for kb in members])
+            fused = await asyncio.to_thread(self._drop_negative_faq, fused, raw_query, [kb for members in groups.values() for kb in members])
         return fused
 
     def _to_results(self, fused: list[Fused]) -> list[SearchResult]:

@@ -108,8 +108,5 @@ class Bm25sKeywordIndex:
         return [KeywordHit(str(snap.chunk_ids[i]), float(scores[i])) for i in top if scores[i] > 0]
 
     async def search(self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None) -> list[KeywordHit]:
-        snap = self._snapshots.get(kb_id)
-        # Small, fresh indexes answer inline; a rebuild or a big scan moves off the event loop.
-        if snap is not None and snap.revision == self.catalog.kb_revision(kb_id) and len(snap.chunk_ids) < 20_000:
-            return self.search_sync(kb_id, tokens, top_k, knowledge_ids)
+        # off the event loop: even a fresh index reads its revision from the catalog (a file) first
         return await asyncio.to_thread(self.search_sync, kb_id, tokens, top_k, knowledge_ids)

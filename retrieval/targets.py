@@ -42,7 +42,7 @@ class TargetSearch:
 async def search_targets(stack: RetrievalStack, query: str, tenant: str, targets: list[SearchTarget],
                          search: TargetSearch = TargetSearch()) -> list[SearchResult]:
     """The hits for `query` over `targets`, the relevance gate applied to whole bases."""
-    kbs = stack.searcher.authorize([t.knowledge_base_id for t in targets], tenant)
+    kbs = await asyncio.to_thread(stack.searcher.authorize, [t.knowledge_base_id for t in targets], tenant)
     kb_by_id = {kb.id: kb for kb in kbs}
     groups: dict[str, list[SearchTarget]] = defaultdict(list)
     for target in targets:
@@ -54,7 +54,7 @@ async def search_targets(stack: RetrievalStack, query: str, tenant: str, targets
         if whole:
             searches.append(search.params(query, tenant, whole, embedding))
         for target in (t for t in group if t.is_scoped):
-            knowledge_ids = target_documents(target, stack.catalog) or []
+            knowledge_ids = await asyncio.to_thread(target_documents, target, stack.catalog) or []
             if knowledge_ids:
                 searches.append(search.params(query, tenant, [target.knowledge_base_id], embedding,
                                               knowledge_ids=knowledge_ids, disable_recall_thresholds=True))
@@ -68,7 +68,7 @@ async def search_targets(stack: RetrievalStack, query: str, tenant: str, targets
     scoped = {hit.id for params, batch in zip(searches, batches, strict=True) if params.disable_recall_thresholds for hit in batch}
     # an image found through its own vector has no words to weigh: the rerank image rules judge it instead
     scoped |= {hit.id for hit in results if hit.match_type == MatchType.IMAGE_VECTOR}
-    return gate_whole_bases(query, results, scoped)
+    return await asyncio.to_thread(gate_whole_bases, query, results, scoped)  # CPU work (and jieba loads its dictionary once)
 
 
 def gate_whole_bases(query: str, results: list[SearchResult], scoped: set[str]) -> list[SearchResult]:

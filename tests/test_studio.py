@@ -23,9 +23,11 @@ def dev_server(scripted_server):
     if LANGGRAPH is None:
         pytest.fail("langgraph-cli is part of the test extra; install it: pip install -e '.[test]'")
     port = _free_port()
+    # as people type it: no --allow-blocking (the dev server then rejects a blocking call on its event
+    # loop), and checkpoints read back strictly (LangGraph's msgpack allow-list, soon its default)
     env = {**os.environ, "RAGLINE_CHAT_MODEL": "openai/scripted", "RAGLINE_CHAT_API_BASE": scripted_server.base_url,
-           "RAGLINE_CHAT_API_KEY": "k", "LANGSMITH_TRACING": "false", "LANGGRAPH_NO_VERSION_CHECK": "true"}
-    process = subprocess.Popen([LANGGRAPH, "dev", "--no-browser", "--no-reload", "--allow-blocking", "--port", str(port)], cwd=ROOT, env=env,
+           "RAGLINE_CHAT_API_KEY": "k", "LANGSMITH_TRACING": "false", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGGRAPH_STRICT_MSGPACK": "true"}
+    process = subprocess.Popen([LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port)], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -206,3 +208,54 @@ def test_publishing_to_no_server_is_one_error_line(fresh_data_dir):
                           capture_output=True, text=True, timeout=120, env=os.environ)
     assert done.returncode == 2 and done.stderr.startswith("ragline: error: the LangGraph server at http://127.0.0.1:")
     assert done.stderr.strip().endswith("(is `langgraph dev` running there?)") and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_two_turns_over_the_sample_in_studios_chat_without_blocking_calls(dev_server, scripted_server):
+    """Studio's chat view over the sample manual, two turns on one thread, through the official SDK:
+    the retrieval, merge, memory and entity stages run their file reads in threads, so the dev
+    server (no --allow-blocking, strict msgpack) answers both; the follow-up is rewritten with the first turn."""
+    import asyncio
+
+    from langgraph_sdk import get_client
+
+    from ragline.ingestion.sample import ensure_sample_kb
+    from ragline.services import Services
+    from tests.scripted_model import Reply
+
+    services = Services.from_settings()  # the same data directory as the dev server's
+    asyncio.run(ensure_sample_kb(services.retrieval))
+    asyncio.run(services.aclose())
+    first, follow_up = "How long is the warranty of the Aurora?", "And what does it not cover?"
+
+    def rewrite(body: dict) -> bool:
+        return "rewrite_query" in body["messages"][0]["content"]
+
+    def answering(question: str):  # the answer call for this question, the warranty passage in its context
+        return lambda b: not rewrite(b) and question in json.dumps(b["messages"][-1]) and "two-year warranty" in json.dumps(b)
+
+    scripted_server.rules.clear()
+    scripted_server.on(lambda b: rewrite(b) and follow_up in json.dumps(b),
+                       Reply.text(json.dumps({"rewrite_query": "What does the Aurora warranty not cover?", "intent": "kb_search"})))
+    scripted_server.on(answering(follow_up), Reply.text("Batteries and lightning damage are not covered."))
+    scripted_server.on(answering(first), Reply.text("The warranty is two years."))
+
+    async def two_turns() -> tuple[list[str], list[dict], dict]:
+        client = get_client(url=dev_server)
+        thread = await client.threads.create()
+        answers, errors = [], []
+        for question in (first, follow_up):
+            tokens: list[str] = []
+            async for part in client.runs.stream(thread["thread_id"], "ragline_chat", input={"messages": [{"role": "user", "content": question}]},
+                                                 stream_mode=["messages-tuple", "custom"], context={"agent": {"knowledge_base_ids": ["sample"]}}):
+                if part.event == "error" or (part.event == "custom" and part.data.get("response_type") == "error"):
+                    errors.append(part.data)
+                elif part.event == "messages" and part.data[1].get("langgraph_node") == "chat_completion_stream":
+                    tokens.append(part.data[0].get("content", ""))
+            answers.append("".join(tokens))
+        return answers, errors, (await client.threads.get_state(thread["thread_id"]))["values"]
+
+    answers, errors, values = asyncio.run(two_turns())
+    assert errors == []
+    assert answers == ["The warranty is two years.", "Batteries and lightning damage are not covered."]
+    assert [m["type"] for m in values["messages"]] == ["human", "ai", "human", "ai"]
+    assert any(rewrite(body) and follow_up in json.dumps(body) for body in scripted_server.requests)  # the follow-up was rewritten
