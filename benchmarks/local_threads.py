@@ -16,6 +16,8 @@ import multiprocessing
 import statistics
 import time
 
+from harness import parse_args
+
 PROMPT = (
     "Retrieved contexts:\n"
     + "The outdoor sensor runs on two AA batteries and sends readings to the console every 16 seconds "
@@ -25,7 +27,7 @@ PROMPT = (
 )
 
 
-def _busy(stop: multiprocessing.synchronize.Event) -> None:  # type: ignore[name-defined]
+def _busy(stop: multiprocessing.synchronize.Event) -> None:
     while not stop.is_set():
         sum(i * i for i in range(10_000))
 
@@ -37,12 +39,16 @@ def measure(threads: int, batch: int, runs: int) -> tuple[float, float, int]:
 
     from ragline.models.cpu import free_cores
     from ragline.models.gguf import assemble
-    from ragline.models.local_engine import CHAT_MODELS
+    from ragline.models.local_engine import CHAT_MODELS, extra_buffers, model_defaults
     from ragline.settings import get_settings
 
-    spec = CHAT_MODELS[get_settings().chat_model]
-    llm = Llama(model_path=str(assemble(spec, get_settings().models_dir)), n_ctx=2048,
-                n_threads=threads or None, n_threads_batch=threads or None, n_batch=batch, verbose=False)
+    settings = get_settings()
+    spec = CHAT_MODELS[settings.chat_model]
+    # loaded as the engine loads it (models/local_engine.py): without llama.cpp's extra buffers on a CPU
+    # that advertises AMX, where the first AMX kernel kills the process
+    with model_defaults(use_extra_bufts=extra_buffers(settings.local_chat_extra_buffers)):
+        llm = Llama(model_path=str(assemble(spec, settings.models_dir)), n_ctx=2048,
+                    n_threads=threads or None, n_threads_batch=threads or None, n_batch=batch, verbose=False)
     tokens = llm.tokenize(PROMPT.encode(), add_bos=False)
     prefill, decode = [], []
     for _ in range(runs):
@@ -70,7 +76,7 @@ def main() -> None:
     parser.add_argument("--batches", default="128,512")
     parser.add_argument("--load", default="0,1", help="busy processes running beside the model")
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, threads="auto", batches="128", load="0", runs=1)
     print(f"{'busy procs':>10} {'threads':>8} {'batch':>6} {'prefill tok/s':>14} {'decode tok/s':>13}")
     for load in (int(x) for x in args.load.split(",")):
         stop = multiprocessing.Event()
