@@ -143,5 +143,5 @@ if __name__ == "__main__":
     parser.add_argument("--model", help="the chat model of both modes (a litellm model with tool calling, for agent mode)")
     parser.add_argument("--max-tokens", type=int, help="cap each answer (default: the model's own limit)")
     args = parse_args(parser, questions=1, max_tokens=24)
-    data = smoke_set(args.data, questions=args.questions) if args.smoke else args.data
+    data = smoke_set(args.data, questions=args.questions, others=3) if args.smoke else args.data
     asyncio.run(main(data, args.questions, args.seed, args.model, args.max_tokens))

@@ -169,7 +169,8 @@ def report(first: list[dict[str, float]], second: list[dict[str, float]], refers
     print(f"turn 2 / turn 1 first token (p50): {_p50(second, 'first_token') / _p50(first, 'first_token'):.2f}x")
 
 
-async def main(runs: int, raw: bool = True, pairs: int = len(PAIRS), max_tokens: int | None = None, decode_tokens: int = 32) -> None:
+async def main(runs: int, raw: bool = True, pairs: int = len(PAIRS), max_tokens: int | None = None, decode_tokens: int = 32,
+               raw_first_only: bool = False) -> None:
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph.graphs import build_graph
     from ragline.ingestion.sample import ensure_sample_kb
@@ -201,7 +202,7 @@ async def main(runs: int, raw: bool = True, pairs: int = len(PAIRS), max_tokens:
             for rows, text in ((first, question), (second, follow_up)):
                 captured.clear()
                 turn = await ask(graph, services, kb_id, text, session, max_tokens)
-                rows.append(measured(turn, captured, engine, raw, decode_tokens))
+                rows.append(measured(turn, captured, engine, raw and not (raw_first_only and rows is second), decode_tokens))
             refers.append(refers_back)
     await services.aclose()
     settings = services.settings
@@ -222,7 +223,8 @@ if __name__ == "__main__":
     parser.add_argument("--pairs", type=int, default=len(PAIRS), help="the first N conversations of the list")
     parser.add_argument("--max-tokens", type=int, help="cap each answer (default: the model's own limit)")
     parser.add_argument("--raw-decode", type=int, default=32, help="tokens decoded in each raw replay")
-    arguments = parse_args(parser, runs=1, pairs=1, max_tokens=16, raw_decode=4)
+    parser.add_argument("--raw-first-only", action="store_true", help="replay the first turns' prompts only (turn 2's raw rows: nan)")
+    arguments = parse_args(parser, runs=1, pairs=1, max_tokens=16, raw_decode=4, raw_first_only=True)
     if arguments.no_prompt_cache:
         os.environ["RAGLINE_LOCAL_PROMPT_CACHE"] = "false"
     if arguments.model_intent:
@@ -230,4 +232,4 @@ if __name__ == "__main__":
     if arguments.no_budget:
         os.environ["RAGLINE_CONTEXT_TOKEN_BUDGET"] = "0"
     asyncio.run(main(arguments.runs, raw=not arguments.no_raw, pairs=arguments.pairs, max_tokens=arguments.max_tokens,
-                     decode_tokens=arguments.raw_decode))
+                     decode_tokens=arguments.raw_decode, raw_first_only=arguments.raw_first_only))

@@ -338,7 +338,7 @@ def main() -> int:
     parser.add_argument("--chat-documents", type=int, default=200, help="abstracts in the knowledge base the chat streams ask")
     parser.add_argument("--data", type=Path, default=CRANFIELD, help="the Cranfield set (BEIR layout): its abstracts and queries")
     parser.add_argument("--model", action="store_true", help=argparse.SUPPRESS)  # run as the model process
-    args = parse_args(parser, documents=4, streams=2, baseline_s=2.0, warmup_s=1.0, think_s=0.2, tokens=5, workers="1",
+    args = parse_args(parser, documents=4, streams=2, baseline_s=1.0, warmup_s=0.5, think_s=0.2, tokens=5, workers="1",
                       phase_timeout_s=60.0, chat_documents=6)
     if args.model:
         serve_model(args.tokens, args.rate)

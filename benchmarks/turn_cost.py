@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="tokens per second per answer")
     parser.add_argument("--repeat", type=int, default=3, help="rows per C (fresh servers, interleaved); then their median")
     parser.add_argument("--redis", action="store_true", help="checkpoints and streams in a local Redis 8")
-    args = parse_args(parser, conc="1,2", turns=4, repeat=1)
+    args = parse_args(parser, conc="2", turns=4, repeat=1)
     levels = [int(c) for c in args.conc.split(",") if c]
     model, model_url = stamped_model.start(args.tokens, args.rate)
     rows: dict[int, list[dict[str, float]]] = {c: [] for c in levels}
