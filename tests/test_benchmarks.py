@@ -124,7 +124,8 @@ def smoke_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     """Every selected script's run, started a few at a time when the first smoke test asks."""
     selected = [item.callspec.params["script"] for item in request.session.items
                 if getattr(item, "originalname", "") == "test_benchmark_smoke" and hasattr(item, "callspec")]
-    last = request.config.cache.get(SECONDS_KEY, {}) if request.config.cache else {}
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    last = cache.get(SECONDS_KEY, {}) if cache else {}
     selected.sort(key=lambda script: -last.get(script, float("inf")))  # a script never timed first, then the longest
     _prepare_local_model()
     root = tmp_path_factory.mktemp("benchmark-smoke")
@@ -135,12 +136,19 @@ def smoke_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         for future in runs.values():
             future.cancel()
     finished = [future.result() for future in runs.values() if future.done() and not future.cancelled()]
-    if request.config.cache:
-        request.config.cache.set(SECONDS_KEY, {**last, **{run.script: round(run.seconds, 1) for run in finished}})
+    if cache:
+        cache.set(SECONDS_KEY, {**last, **{run.script: round(run.seconds, 1) for run in finished}})
     slowest = sorted(finished, key=lambda run: run.seconds, reverse=True)
     summary = ", ".join(f"{run.script} {run.seconds:.1f} s" for run in slowest[:10])
-    print(f"\nbenchmark smoke runs: {len(finished)} in {time.monotonic() - started:.1f} s wall, {PARALLEL} at a time; "
-          f"slowest: {summary}", file=sys.__stderr__)
+    line = (f"benchmark smoke runs: {len(finished)} in {time.monotonic() - started:.1f} s wall, {PARALLEL} at a time; "
+            f"slowest: {summary}")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # shown whatever the capture mode, not only with -rA
+            reporter.write_line("\n" + line)
+    else:
+        print(line)
 
 
 def test_scripts_are_found() -> None:
