@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import parse_args, smoke_set
+
 AGENT_TOOLS = ("search_knowledge", "read_chunks")
 
 
@@ -95,8 +97,9 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines) + (f"\n({errors} turns ended in an error)" if errors else "")
 
 
-async def main(data: Path, questions: int, seed: int, model: str | None) -> None:
+async def main(data: Path, questions: int, seed: int, model: str | None, max_tokens: int | None = None) -> None:
     from ragline.checkpoints.savers import memory_saver
+    from ragline.contracts.request import SummaryConfig
     from ragline.evaluation.answers import (
         AnswerEvalOptions,
         build_request,
@@ -126,6 +129,8 @@ async def main(data: Path, questions: int, seed: int, model: str | None) -> None
             request = build_request(question, kb, options)
             if model:
                 request = request.model_copy(update={"chat_model": model})
+            if max_tokens:  # validated, unlike model_copy's update: a misspelt field fails here
+                request = request.model_copy(update={"summary": SummaryConfig(**{**request.summary.model_dump(), "max_tokens": max_tokens})})
             for row in rows:
                 if not row.skipped:
                     tools = AGENT_TOOLS if row.mode == "agent" else ()
@@ -143,5 +148,7 @@ if __name__ == "__main__":
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", help="the chat model of both modes (a litellm model with tool calling, for agent mode)")
-    args = parser.parse_args()
-    asyncio.run(main(args.data, args.questions, args.seed, args.model))
+    parser.add_argument("--max-tokens", type=int, help="cap each answer (default: the model's own limit)")
+    args = parse_args(parser, questions=1, max_tokens=24)
+    data = smoke_set(args.data, questions=args.questions, others=3) if args.smoke else args.data
+    asyncio.run(main(data, args.questions, args.seed, args.model, args.max_tokens))

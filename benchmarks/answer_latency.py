@@ -27,8 +27,11 @@ import os
 import statistics
 import time
 import uuid
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness import parse_args
 
 # (first question, follow-up, whether the follow-up refers back to the first turn)
 PAIRS = [
@@ -57,13 +60,13 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-async def ask(graph: Any, services: Any, kb_id: str, question: str, session_id: str | None = None) -> Turn:
+async def ask(graph: Any, services: Any, kb_id: str, question: str, session_id: str | None = None, max_tokens: int | None = None) -> Turn:
     from ragline.contracts.context import RunContext, RunHost
     from ragline.contracts.events import ResponseType
-    from ragline.contracts.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest, SummaryConfig
     from ragline.graph.turn import stream_turn
 
-    request = PipelineRequest(query=question, knowledge_base_ids=(kb_id,))
+    request = PipelineRequest(query=question, knowledge_base_ids=(kb_id,), summary=SummaryConfig(max_tokens=max_tokens))
     context = RunContext(session_id=session_id or str(uuid.uuid4()), host=RunHost(services=services))
     turn = Turn(time.perf_counter())
     async for event in stream_turn(graph, request, context):
@@ -110,11 +113,11 @@ def raw_timings(messages: list[dict], decode_tokens: int = 32) -> tuple[float, f
     return tail, whole, rate, len(tokens), cached
 
 
-def measured(turn: Turn, captured: list[list[dict]], engine: Any, raw: bool) -> dict[str, float]:
+def measured(turn: Turn, captured: list[list[dict]], engine: Any, raw: bool, decode_tokens: int = 32) -> dict[str, float]:
     """One turn's row: the events' marks, the answer call's counters, and its prompt replayed raw."""
     stats = engine.recent_calls[-1]
     nan = float("nan")
-    tail, whole, rate, tokens, cached = raw_timings(captured[-1]) if raw else (nan, nan, nan, 0, 0)
+    tail, whole, rate, tokens, cached = raw_timings(captured[-1], decode_tokens) if raw else (nan, nan, nan, 0, 0)
     marks = turn.marks
     return {
         "understand": marks.get("query_understand:close", 0) - marks.get("query_understand:open", 0),
@@ -166,10 +169,12 @@ def report(first: list[dict[str, float]], second: list[dict[str, float]], refers
     print(f"turn 2 / turn 1 first token (p50): {_p50(second, 'first_token') / _p50(first, 'first_token'):.2f}x")
 
 
-async def main(runs: int, raw: bool = True) -> None:
+async def main(runs: int, raw: bool = True, pairs: int = len(PAIRS), max_tokens: int | None = None, decode_tokens: int = 32,
+               raw_first_only: bool = False) -> None:
     from ragline.checkpoints.savers import memory_saver
     from ragline.graph.graphs import build_graph
     from ragline.ingestion.sample import ensure_sample_kb
+    from ragline.models.local_engine import Generate
     from ragline.services import Services
 
     load_at_start = os.getloadavg()[0]
@@ -179,28 +184,29 @@ async def main(runs: int, raw: bool = True) -> None:
     kb_id = (await ensure_sample_kb(stack)).id
     graph = build_graph("ragline", checkpointer=memory_saver())
     captured: list[list[dict]] = []
-    generate = engine.generate
+    generate: Generate = engine.generate  # the engine's method, as models/local_engine.py's protocol says
 
-    def recording(messages: list, kwargs: dict, *, stream: bool) -> Any:
+    def recording(messages: list, kwargs: dict[str, Any], *, stream: bool) -> Generator[dict[str, Any], None, None]:
         captured.append(messages)
         return generate(messages, kwargs, stream=stream)
 
-    engine.generate = recording  # type: ignore[method-assign]
-    await ask(graph, services, kb_id, "What does the Aurora measure?")  # warm-up: model, embedder, index
+    wrapped: Generate = recording
+    engine.generate = wrapped  # type: ignore[method-assign]  # the assignment only: the signatures are checked above
+    await ask(graph, services, kb_id, "What does the Aurora measure?", max_tokens=max_tokens)  # warm-up: model, embedder, index
     first: list[dict[str, float]] = []
     second: list[dict[str, float]] = []
     refers: list[bool] = []
     for _ in range(runs):
-        for question, follow_up, refers_back in PAIRS:
+        for question, follow_up, refers_back in PAIRS[:pairs]:
             session = str(uuid.uuid4())
             for rows, text in ((first, question), (second, follow_up)):
                 captured.clear()
-                turn = await ask(graph, services, kb_id, text, session)
-                rows.append(measured(turn, captured, engine, raw))
+                turn = await ask(graph, services, kb_id, text, session, max_tokens)
+                rows.append(measured(turn, captured, engine, raw and not (raw_first_only and rows is second), decode_tokens))
             refers.append(refers_back)
     await services.aclose()
     settings = services.settings
-    print(f"{len(first)} conversations of two turns ({runs} x {len(PAIRS)}), sample KB, local model, "
+    print(f"{len(first)} conversations of two turns ({runs} x {pairs}), sample KB, local model, "
           f"threads={os.environ.get('RAGLINE_LOCAL_CHAT_THREADS', 'all')}, "
           f"prompt cache {'on' if settings.local_prompt_cache else 'off'}, first-turn intent: {settings.first_turn_intent}, "
           f"budget: {'none' if settings.context_token_budget == 0 else 'default'}, load average (1 min) {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} at the end")
@@ -214,11 +220,16 @@ if __name__ == "__main__":
     parser.add_argument("--model-intent", action="store_true", help="first turns make the rewrite call too")
     parser.add_argument("--no-budget", action="store_true", help="no passage token budget (rerank top-k only)")
     parser.add_argument("--no-raw", action="store_true", help="skip replaying each answer prompt on the bare model (half the run time)")
-    arguments = parser.parse_args()
+    parser.add_argument("--pairs", type=int, default=len(PAIRS), help="the first N conversations of the list")
+    parser.add_argument("--max-tokens", type=int, help="cap each answer (default: the model's own limit)")
+    parser.add_argument("--raw-decode", type=int, default=32, help="tokens decoded in each raw replay")
+    parser.add_argument("--raw-first-only", action="store_true", help="replay the first turns' prompts only (turn 2's raw rows: nan)")
+    arguments = parse_args(parser, runs=1, pairs=1, max_tokens=16, raw_decode=4, raw_first_only=True)
     if arguments.no_prompt_cache:
         os.environ["RAGLINE_LOCAL_PROMPT_CACHE"] = "false"
     if arguments.model_intent:
         os.environ["RAGLINE_FIRST_TURN_INTENT"] = "model"
     if arguments.no_budget:
         os.environ["RAGLINE_CONTEXT_TOKEN_BUDGET"] = "0"
-    asyncio.run(main(arguments.runs, raw=not arguments.no_raw))
+    asyncio.run(main(arguments.runs, raw=not arguments.no_raw, pairs=arguments.pairs, max_tokens=arguments.max_tokens,
+                     decode_tokens=arguments.raw_decode, raw_first_only=arguments.raw_first_only))

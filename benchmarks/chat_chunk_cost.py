@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 import stamped_model
-from harness import percentile
+from harness import parse_args, percentile
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ASK = [{"role": "user", "content": "go"}]
@@ -29,7 +29,7 @@ async def through_chat_client(base_url: str, direct: bool = False) -> int:
     from ragline.models.chat import ChatClient
 
     items = 0
-    async for _ in ChatClient("openai/scripted", base_url, "k", direct=direct).stream(ASK):  # type: ignore[arg-type]
+    async for _ in ChatClient("openai/scripted", base_url, "k", direct=direct).stream(ASK):
         items += 1
     return items
 
@@ -79,4 +79,4 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args(parser, chunks=20, rounds=1)))

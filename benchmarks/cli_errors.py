@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import parse_args
+
 CASES = [
     ("unknown knowledge base (ask)", ["ask", "--kb", "no-such-kb", "q"]),
     ("unknown knowledge base (ingest)", ["ingest", "README.md", "--kb", "no-such-kb"]),
@@ -60,7 +62,7 @@ def _ctrl_c(env: dict[str, str], folder: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    options = parser.parse_args()
+    options = parse_args(parser, repeat=1)
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, "RAGLINE_DATA_DIR": scratch}
         subprocess.run([sys.executable, "-m", "ragline", "kb", "create", "manuals"], check=True, capture_output=True, env=env)

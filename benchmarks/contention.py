@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, percentile, scripted_env, wait_healthy
+from harness import ROOT, parse_args, percentile, scripted_env, smoke_set, wait_healthy
 
-XQUAD = ROOT.parent / "shared" / "data" / "eval" / "xquad_en" / "corpus.jsonl"
+XQUAD = ROOT.parent / "shared" / "data" / "eval" / "xquad_en"
 QUESTIONS = [
     "How long does pairing the Aurora sensor take?",
     "How often does the sensor send readings to the console?",
@@ -79,9 +79,9 @@ def busy(count: int, max_s: float) -> Any:
             burner.wait()
 
 
-def paragraphs(start: int, count: int) -> list[str]:
+def paragraphs(data: Path, start: int, count: int) -> list[str]:
     """XQuAD paragraphs, each with this run's mark: the embedding cache (data_dir) knows none of them."""
-    rows = [json.loads(line)["text"] for line in XQUAD.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line)["text"] for line in (data / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
     return [f"{text}\n\n(contention run {RUN})" for text in rows[start : start + count]]
 
 
@@ -97,13 +97,14 @@ async def ingestion_rate(services: Any, texts: list[str]) -> float:
     return len(texts) / elapsed
 
 
-async def first_tokens(services: Any, graph: Any, kb_id: str, questions: list[str]) -> float:
-    from ragline.contracts.request import PipelineRequest
+async def first_tokens(services: Any, graph: Any, kb_id: str, questions: list[str], max_tokens: int | None = None) -> float:
+    from ragline.contracts.request import PipelineRequest, SummaryConfig
     from ragline.evaluation.answers import ask
 
     times = []
     for question in questions:
-        turn = await ask(graph, services, PipelineRequest(query=question, knowledge_base_ids=(kb_id,)), "default")
+        request = PipelineRequest(query=question, knowledge_base_ids=(kb_id,), summary=SummaryConfig(max_tokens=max_tokens))
+        turn = await ask(graph, services, request, "default")
         if turn.first_token_s is not None:
             times.append(turn.first_token_s)
     return statistics.median(times) if times else float("nan")
@@ -161,8 +162,8 @@ def start_server(model_url: str, data_dir: Path) -> tuple[subprocess.Popen[bytes
 
 
 async def measure(phase: Phase, args: argparse.Namespace, services: Any, graph: Any, kb_id: str, url: str, offset: int) -> Phase:
-    phase.passages_per_s = await ingestion_rate(services, paragraphs(offset, args.passages))
-    phase.first_token_s = await first_tokens(services, graph, kb_id, QUESTIONS[: args.questions])
+    phase.passages_per_s = await ingestion_rate(services, paragraphs(args.data, offset, args.passages))
+    phase.first_token_s = await first_tokens(services, graph, kb_id, QUESTIONS[: args.questions], args.max_tokens)
     times = await stream_times(url, args.streams)
     phase.stream_p50_s, phase.stream_p99_s = percentile(times, 50), percentile(times, 99)
     phase.stop_s = statistics.median(await stop_times(url, args.stops))
@@ -187,8 +188,8 @@ async def run(args: argparse.Namespace) -> None:
         kb = await ensure_sample_kb(services.retrieval)
         graph = build_graph("ragline", checkpointer=memory_saver())
         await warm_up(services)
-        await first_tokens(services, graph, kb.id, QUESTIONS[:1])  # the model loaded, the prompt cache warm
-        await ingestion_rate(services, paragraphs(200, 4))  # the embedder loaded
+        await first_tokens(services, graph, kb.id, QUESTIONS[:1], args.max_tokens)  # the model loaded, the prompt cache warm
+        await ingestion_rate(services, paragraphs(args.data, 2 * args.passages, 2))  # the embedder loaded (paragraphs no phase ingests)
         with tempfile.TemporaryDirectory() as data_dir:
             server, url = start_server(model.base_url, Path(data_dir))
             await stream_times(url, 2)  # imports, connections, first checkpoint
@@ -226,7 +227,13 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=10, help="concurrent scripted chat streams")
     parser.add_argument("--stops", type=int, default=5, help="streams stopped mid-answer per phase")
     parser.add_argument("--max-s", type=float, default=900, help="a burner ends after this long whatever happens")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--data", type=Path, default=XQUAD, help="the XQuAD set: its paragraphs are ingested")
+    parser.add_argument("--max-tokens", type=int, help="cap each local answer (default: the model's own limit)")
+    # --smoke: one burner, and for 5 s at most (the other smoke runs share the cores)
+    args = parse_args(parser, busy=1, questions=1, passages=2, streams=2, stops=1, max_s=5, max_tokens=8)
+    if args.smoke:
+        args.data = smoke_set(args.data, questions=1, others=2 * args.passages + 2)
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":

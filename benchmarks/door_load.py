@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 import load
-from harness import sse_frames
+from harness import parse_args, smoke_clean, sse_frames
 from load_servers import SERVERS, RaglineServer, StreamResult
 
 DOOR_BODY = {"model": "ragline", "messages": [{"role": "user", "content": "go"}], "stream": True,
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="tokens per second per answer")
     parser.add_argument("--ramp", type=float, default=1.0, help="seconds over which the N streams start")
     parser.add_argument("--repeat", type=int, default=1, help="measure each row this often and add median rows")
-    args = parser.parse_args()
+    args = parse_args(parser, n="3", tokens=5, rate=50.0, ramp=0.2)
     args.n = [int(n) for n in args.n.split(",") if n]
     args.servers, args.readers, args.redis = ["ragline", "openai"], ["direct"], False
     fds = load.raise_fd_limit()
@@ -86,6 +86,7 @@ def main() -> None:
     print("\n| N | native SSE p99 ms | OpenAI door p99 ms | door / native | goal |\n| ---: | ---: | ---: | ---: | --- |")
     for n, native, door in ratios(summary):
         print(f"| {n} | {native:.1f} | {door:.1f} | {door / native:.2f}x | <= {GOAL}x: {'met' if door / native <= GOAL else 'NOT met'} |")
+    smoke_clean(args, load.broken(rows, args))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,12 @@ the server's answers it times each phase:
 - first answer: the README's question through the OpenAI-compatible API, streamed, to its first
   token and to its end (the local model's one-time loading included).
 
-Stdlib only: it runs on the machine's own python3 before any venv exists. Nothing here is
-pass/fail; it prints a table.
+`--serve-only` (what `--smoke` runs) clones and reads the command the same way, but skips the venv
+and pip: it runs the command's last step, `.venv/bin/ragline serve --sample`, with the ragline of
+the environment running this script, and answers with at most 16 tokens. Its pip rows read "-".
+
+Stdlib only (harness.py is too): it runs on the machine's own python3 before any venv exists.
+Nothing here is pass/fail; it prints a table.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from harness import parse_args
 
 QUESTION = "How long does pairing the Aurora sensor take?"
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,9 +102,20 @@ def wait_healthy(url: str, process: subprocess.Popen[str], timeout: float) -> bo
     return False
 
 
-def ask(base: str) -> tuple[float, float, str]:
+def serve_step(command: str) -> str:
+    """The command's last step, `.venv/bin/ragline serve ...`, with this environment's ragline."""
+    last = command.split(" && ")[-1].strip()
+    if not last.startswith(".venv/bin/ragline serve"):
+        raise SystemExit(f"the README's first command no longer ends in `.venv/bin/ragline serve ...` ({last!r}): --serve-only cannot run it")
+    return str(Path(sys.executable).parent) + "/" + last.removeprefix(".venv/bin/")
+
+
+def ask(base: str, max_tokens: int | None = None) -> tuple[float, float, str]:
     """Seconds to the first streamed token and to the end, and the answer's text."""
-    body = json.dumps({"model": "ragline/kb/sample", "stream": True, "messages": [{"role": "user", "content": QUESTION}]})
+    fields: dict[str, object] = {"model": "ragline/kb/sample", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+    if max_tokens:
+        fields["max_tokens"] = max_tokens
+    body = json.dumps(fields)
     request = urllib.request.Request(f"{base}/v1/chat/completions", data=body.encode(), headers={"content-type": "application/json"})
     started = time.perf_counter()
     first, text = float("nan"), ""
@@ -119,7 +136,9 @@ def main() -> int:
     parser.add_argument("--repo", default=str(ROOT), help="the repository to clone (default: this one)")
     parser.add_argument("--keep", help="work in this directory and keep it (default: a temporary one, removed)")
     parser.add_argument("--warm-cache", action="store_true", help="use pip's usual cache, not an empty one")
-    args = parser.parse_args()
+    parser.add_argument("--serve-only", action="store_true", help="skip the venv and pip: serve with this environment's ragline")
+    parser.add_argument("--max-tokens", type=int, help="cap the answer (default: the model's own limit)")
+    args = parse_args(parser, serve_only=True, max_tokens=16)
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="ragline-first-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -128,6 +147,8 @@ def main() -> int:
     subprocess.run(["git", "clone", "-q", args.repo, str(checkout)], check=True)
     cloned = time.perf_counter() - started
     command = first_command(checkout / "README.md")
+    if args.serve_only:
+        command = serve_step(command)
     port = free_port()
     env = dict(os.environ, RAGLINE_PORT=str(port), RAGLINE_DATA_DIR=str(work / "data"), PYTHONUNBUFFERED="1")
     if not args.warm_cache:
@@ -137,13 +158,21 @@ def main() -> int:
     marks = Marks(time.perf_counter(), work / "command.log")
     process = subprocess.Popen(["bash", "-c", command], cwd=checkout, env=env, text=True, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, start_new_session=True)
-    assert process.stdout is not None
-    reader = threading.Thread(target=lambda: [marks.feed(line) for line in process.stdout], daemon=True)  # type: ignore[union-attr]
+    output = process.stdout
+    assert output is not None
+
+    def read() -> None:
+        for line in output:
+            marks.feed(line)
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        while "pip_done" not in marks.seen and process.poll() is None:
+        while "pip_done" not in marks.seen and process.poll() is None and not args.serve_only:
             time.sleep(0.5)
-        if "pip_done" not in marks.seen:
+        if args.serve_only:
+            marks.seen.update(dict.fromkeys(("build_started", "install_started", "pip_done"), 0.0))
+        elif "pip_done" not in marks.seen:
             print(f"the command ended ({process.returncode}) before pip finished; see {work / 'command.log'}")
             return 1
         healthy = wait_healthy(f"http://127.0.0.1:{port}/health", process, timeout=900)
@@ -151,7 +180,7 @@ def main() -> int:
         if not healthy:
             print(f"ragline serve did not become healthy; see {work / 'command.log'}")
             return 1
-        first_token, answered, text = ask(f"http://127.0.0.1:{port}")
+        first_token, answered, text = ask(f"http://127.0.0.1:{port}", args.max_tokens)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
@@ -171,8 +200,9 @@ def main() -> int:
     total = cloned + served + answered
     width = max(len(name) for name, _ in rows)
     print(f"\n{'phase':<{width}}  seconds")
+    skipped = ("download", "compile", "install") if args.serve_only else ()
     for name, seconds in rows:
-        print(f"{name:<{width}}  {seconds:7.1f}")
+        print(f"{name:<{width}}  {'-' if name.startswith(skipped) else f'{seconds:.1f}':>7}")
     print(f"{'total: clone to a served answer':<{width}}  {total:7.1f}  ({total / 60:.1f} min)")
     print(f"\nanswer: {text.strip()[:200]}")
     if not args.keep:

@@ -27,6 +27,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+STARTED_BY = "load.py"  # a helper process (benchmarks/load_servers.py starts it for --servers floor): run through load.py's --smoke
+
 
 class Relay:
     def __init__(self, model_url: str) -> None:

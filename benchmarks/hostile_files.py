@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import ROOT, rss_mb, scripted_env, tree_rss_mb, wait_healthy
+from harness import ROOT, parse_args, rss_mb, scripted_env, tree_rss_mb, wait_healthy
 
 KEY = "hostile-bench-key"
 
@@ -227,13 +227,13 @@ def run(args: argparse.Namespace) -> list[Row]:
             for name in args.only or SERIES:
                 filename, make = SERIES[name]
                 data = make()
-                time.sleep(3)
+                time.sleep(args.rest_s)
                 before = rss_mb(server.pid)
                 started = time.monotonic()
                 with Sampler(server.pid) as sampler:
                     outcome = upload(client, kb, filename, data)
                 seconds = time.monotonic() - started
-                time.sleep(3)
+                time.sleep(args.rest_s)
                 rows.append(Row(name, len(data) / 1024, outcome, seconds, before, max(sampler.server_peak, before),
                                 rss_mb(server.pid), sampler.children_peak))
                 print(_line(rows[-1]), flush=True)
@@ -258,7 +258,8 @@ def main() -> None:
     parser.add_argument("--embedder", choices=("local", "scripted"), default="local")
     parser.add_argument("--only", nargs="*", choices=sorted(SERIES), help="these files of the series, in this order")
     parser.add_argument("--data-dir", help="the server's data directory (default: a fresh temporary one)")
-    args = parser.parse_args()
+    parser.add_argument("--rest-s", type=float, default=3.0, help="seconds of rest before and after each file")
+    args = parse_args(parser, only=["png-header-lies", "pdf-truncated", "json-nested-100k"], rest_s=0.3)
     print("| file | KB | outcome | s | RSS before | peak | rise | after | left | parse processes peak |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = run(args)

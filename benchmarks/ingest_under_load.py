@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import ROOT, percentile
+from harness import ROOT, parse_args, percentile, smoke_clean, smoke_set
 from ingest_deployment import SLOW_US, Deployment, SlowCommand, serve_model
 
 from tests.api.live import frames
@@ -58,20 +58,19 @@ from tests.redis_server import missing_reason
 V1 = "/api/v1"
 CRANFIELD = ROOT.parent / "shared" / "data" / "eval" / "cranfield"
 DIM = 384
-CHAT_DOCUMENTS = 200  # abstracts in the knowledge base the chat streams ask
 POST_CONCURRENCY = 8  # uploads in flight at once: the client posts the N documents as fast as serve accepts them
 
 
 # --- documents and jobs ---
 
 
-def abstracts() -> list[tuple[str, str]]:
-    with (CRANFIELD / "corpus.jsonl").open(encoding="utf-8") as fh:
+def abstracts(data: Path) -> list[tuple[str, str]]:
+    with (data / "corpus.jsonl").open(encoding="utf-8") as fh:
         return [(row["title"], row["text"]) for row in map(json.loads, fh) if row["text"].strip()]  # a few are empty
 
 
-def questions() -> list[str]:
-    with (CRANFIELD / "queries.jsonl").open(encoding="utf-8") as fh:
+def questions(data: Path) -> list[str]:
+    with (data / "queries.jsonl").open(encoding="utf-8") as fh:
         return [json.loads(line)["text"] for line in fh]
 
 
@@ -209,14 +208,14 @@ class Phase:
 
 
 async def run(args: argparse.Namespace, deployment: Deployment) -> list[Phase]:
-    corpus, queries = abstracts(), questions()
+    corpus, queries = abstracts(args.data), questions(args.data)
     limits = httpx.Limits(max_connections=args.streams + POST_CONCURRENCY + 10, keepalive_expiry=1.0)
     async with httpx.AsyncClient(base_url=deployment.server.url, timeout=httpx.Timeout(120), limits=limits) as client:
         chat_kb = await new_kb(client, "chat")
         deployment.start_workers(1)
-        await wait_jobs(client, await post_documents(client, chat_kb, CHAT_DOCUMENTS, corpus), args.phase_timeout_s)
+        await wait_jobs(client, await post_documents(client, chat_kb, args.chat_documents, corpus), args.phase_timeout_s)
         deployment.stop_workers()
-        print(f"chat knowledge base ready ({CHAT_DOCUMENTS} abstracts)", file=sys.stderr, flush=True)
+        print(f"chat knowledge base ready ({args.chat_documents} abstracts)", file=sys.stderr, flush=True)
         await with_streams(client, chat_kb, queries, args, [], asyncio.sleep(args.warmup_s))  # not counted: first runs compile, connect
         phases = [Phase("baseline", 0, [])]
         before = deployment.cpu_seconds()
@@ -314,10 +313,11 @@ def report_causes(phases: list[Phase], base_p95: float) -> None:
         during, after = (milliseconds(part, "first_event")[1] for part in phase.split())
         counts = [len(part) for part in phase.split()]
         slow = phase.slow_redis
-        spent: Counter[str] = Counter()
+        spent: dict[str, float] = {}
         for command in slow:
-            spent[command.command.split(" ")[0].upper()] += command.ms
-        top = ", ".join(f"{name} {ms:.0f} ms" for name, ms in spent.most_common(2)) or "-"
+            name = command.command.split(" ")[0].upper()
+            spent[name] = spent.get(name, 0.0) + command.ms
+        top = ", ".join(f"{name} {ms:.0f} ms" for name, ms in sorted(spent.items(), key=lambda item: -item[1])[:2]) or "-"
         longest = max((c.ms for c in slow), default=0.0)
         print(f"| {phase.name} | {during:.0f} ({during / base_p95:.2f}x; {counts[0]}) | {after:.0f} ({after / base_p95:.2f}x; "
               f"{counts[1]}) | {len(slow)} | {longest:.1f} | {top} |")
@@ -335,8 +335,11 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2", help="worker counts, one loaded phase each")
     parser.add_argument("--phase-timeout-s", type=float, default=900.0, help="longest wait for one phase's jobs")
     parser.add_argument("--worker-nice", type=int, default=10, help="the workers' RAGLINE_WORKER_NICE (0: the same priority as serve)")
+    parser.add_argument("--chat-documents", type=int, default=200, help="abstracts in the knowledge base the chat streams ask")
+    parser.add_argument("--data", type=Path, default=CRANFIELD, help="the Cranfield set (BEIR layout): its abstracts and queries")
     parser.add_argument("--model", action="store_true", help=argparse.SUPPRESS)  # run as the model process
-    args = parser.parse_args()
+    args = parse_args(parser, documents=4, streams=2, baseline_s=1.0, warmup_s=0.5, think_s=0.2, tokens=5, workers="1",
+                      phase_timeout_s=60.0, chat_documents=6)
     if args.model:
         serve_model(args.tokens, args.rate)
         return 0
@@ -344,6 +347,8 @@ def main() -> int:
         print(f"needs Redis 8 with its modules: {reason}", file=sys.stderr)
         return 2
     args.workers = [int(w) for w in args.workers.split(",") if w]
+    if args.smoke:
+        args.data = smoke_set(args.data)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="ragline-ingest-load-") as tmp:
         deployment = Deployment(args, Path(tmp))
@@ -352,6 +357,10 @@ def main() -> int:
         finally:
             deployment.stop()
     report(phases, args, (load_before, os.getloadavg()[0]))
+    smoke_clean(args, [f"{phase.name}: {len([t for t in phase.turns if t.error])} turns failed, first: "
+                       f"{next(t.error for t in phase.turns if t.error)}" for phase in phases if any(t.error for t in phase.turns)]
+                + [f"{phase.name}: {phase.throughput.not_done} documents not ingested" for phase in phases
+                   if phase.throughput and phase.throughput.not_done])
     return 0
 
 

@@ -18,6 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
+from harness import parse_args
+
 DATA = Path(__file__).with_name("data") / "intents.jsonl"
 SEARCH = {"kb_search", "", "summarize", "clarification"}
 
@@ -60,8 +62,10 @@ def report(name: str, gold: list[str], labels: list[str], times: list[float], qu
             if (g in SEARCH) != (p in SEARCH)]
 
 
-async def main(with_llm: bool) -> None:
+async def main(with_llm: bool, limit: int = 0) -> None:
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if limit:  # spread over the file, which is grouped by label
+        rows = rows[:: max(1, len(rows) // limit)][:limit]
     questions, gold = [r["question"] for r in rows], [r["intent"] for r in rows]
     print(f"{len(rows)} labelled first-turn questions ({DATA.name})")
     print(f"{'classifier':22} {'accuracy':>9} {'search-or-not acc':>17} {'median s':>12}")
@@ -75,4 +79,6 @@ async def main(with_llm: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-llm", action="store_true", help="skip the (slow) LLM classifier")
-    asyncio.run(main(not parser.parse_args().no_llm))
+    parser.add_argument("--limit", type=int, default=0, help="this many of the questions (0: all)")
+    args = parse_args(parser, limit=2)
+    asyncio.run(main(not args.no_llm, args.limit))

@@ -59,7 +59,7 @@ from typing import Any
 import aiohttp
 import stamped_model
 import uvloop
-from harness import KEEPALIVE_S, percentile, tree_cpu_s, tree_rss_mb
+from harness import KEEPALIVE_S, parse_args, percentile, smoke_clean, tree_cpu_s, tree_rss_mb
 from load_servers import SERVERS, Server, StreamResult
 
 # --- one measurement ---
@@ -256,7 +256,7 @@ def main() -> None:
     parser.add_argument("--redis", action="store_true", help="Ragline with Redis checkpoints and streams (a local Redis 8)")
     parser.add_argument("--readers", default="direct", help="Ragline's chat stream readers: direct (models/openai_stream.py), litellm")
     parser.add_argument("--repeat", type=int, default=1, help="measure each row this often and add a median row")
-    args = parser.parse_args()
+    args = parse_args(parser, n="3", tokens=5, rate=50.0, ramp=0.2)
     args.n = [int(n) for n in args.n.split(",") if n]
     args.servers = [s for s in args.servers.split(",") if s]
     args.readers = [r for r in args.readers.split(",") if r]
@@ -271,6 +271,15 @@ def main() -> None:
     if args.repeat > 1:
         for name, row in medians(rows):
             print_row(name, row)
+    smoke_clean(args, broken(rows, args))
+
+
+def broken(rows: list[tuple[str, dict[str, Any]]], args: argparse.Namespace) -> list[str]:
+    """What a small run must not show: a server that did not start (no row), a stream not intact."""
+    problems = [f"{name}, N={row['n']}: {row['n'] - row['intact']} streams not intact, first: {row['gave']}"
+                for name, row in rows if row["intact"] < row["n"]]
+    expected = len(args.n) * args.repeat * len(variants(args))
+    return problems + ([f"{expected - len(rows)} of {expected} rows missing: a server did not start"] if len(rows) < expected else [])
 
 
 if __name__ == "__main__":

@@ -149,7 +149,7 @@ class LangGraphServer(Server):
 
     def command(self) -> list[str]:
         binary = shutil.which("langgraph", path=str(ROOT / ".venv" / "bin")) or "langgraph"
-        return [binary, "dev", "--no-browser", "--no-reload", "--allow-blocking", "--host", "127.0.0.1",
+        return [binary, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
                 "--port", str(self.port), "--n-jobs-per-worker", str(max(self.n, 10))]
 
     def start(self) -> Server:

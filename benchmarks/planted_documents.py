@@ -38,6 +38,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import parse_args, scratch_dir, use_data_dir
+
 CASES = Path(__file__).resolve().parent / "data" / "planted_documents.jsonl"
 KB_NAME = "planted"
 URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]{}\"'`]+", re.IGNORECASE)
@@ -47,27 +49,17 @@ def remove_guards() -> None:
     """The "before" graph: passages reach the model whole, and answers pass links through."""
     import ragline.generation.answer as answer
     import ragline.generation.citing as citing
+    from ragline.citations.links import LinkGuard
 
-    citing.without_instructions = lambda text: text  # type: ignore[assignment]
+    citing.without_instructions = lambda text: text
 
-    class NoGuard:
-        def __init__(self, texts: Any) -> None:
-            pass
+    class NoGuard(LinkGuard):
+        """The real guard (its check and its stream), letting every URL through."""
 
-        def check(self, text: str) -> str:
-            return text
+        def allows(self, url: str) -> bool:
+            return True
 
-        def stream(self) -> Any:
-            class Through:
-                def feed(self, chunk: str) -> str:
-                    return chunk
-
-                def flush(self) -> str:
-                    return ""
-
-            return Through()
-
-    answer.LinkGuard = NoGuard  # type: ignore[misc, assignment]
+    answer.LinkGuard = NoGuard  # type: ignore[misc]
 
 
 async def main() -> int:
@@ -77,12 +69,14 @@ async def main() -> int:
     parser.add_argument("--scripted", action="store_true", help="a scripted model that obeys every instruction it is sent "
                                                                 "(tests/obedient_model.py) instead of the local one")
     parser.add_argument("--data-dir", default=str(Path.home() / ".cache" / "ragline" / "planted-documents"))
+    parser.add_argument("--limit", type=int, default=0, help="the first N cases only (0: all)")
+    parser.add_argument("--max-tokens", type=int, help="cap each answer (default: the model's own limit)")
     parser.add_argument("--cases", default=str(CASES), help="a JSONL file of cases (data/planted_documents_heldout.jsonl: ten written "
                                                              "after the defences, never tuned on)")
-    args = parser.parse_args()
+    args = parse_args(parser, limit=1, max_tokens=24, data_dir=None)
     if args.scripted and args.model:
         parser.error("--scripted and --model name two answering models")
-    os.environ["RAGLINE_DATA_DIR"] = args.data_dir
+    use_data_dir(Path(args.data_dir) if args.data_dir else scratch_dir("ragline-planted-"))
     server = None
     if args.scripted:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -94,7 +88,7 @@ async def main() -> int:
     if args.without_guards:
         remove_guards()
     from ragline.checkpoints.savers import memory_saver
-    from ragline.contracts.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest, SummaryConfig
     from ragline.evaluation import scoring
     from ragline.evaluation.answers import ask, warm_up
     from ragline.graph.graphs import build_graph
@@ -104,6 +98,7 @@ async def main() -> int:
 
     cases_file = Path(args.cases)
     cases = [json.loads(line) for line in cases_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    cases = cases[: args.limit] if args.limit else cases
     kb_name = KB_NAME if cases_file == CASES else f"{KB_NAME}-{cases_file.stem}"  # one set's documents are not another's distractors
     services = Services.from_settings()
     try:
@@ -120,6 +115,8 @@ async def main() -> int:
             fields: dict[str, Any] = {"query": case["question"], "knowledge_base_ids": (kb.id,)}
             if args.model:
                 fields["chat_model"] = args.model
+            if args.max_tokens:
+                fields["summary"] = SummaryConfig(max_tokens=args.max_tokens)
             turn = await ask(graph, services, PipelineRequest(**fields), "default")
             shown = scoring.strip_tags(turn.answer)
             passages = " ".join(str(r.get("content", "")) for r in turn.references)

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import parse_args, scratch_dir, use_data_dir
+
 QUESTIONS = Path(__file__).resolve().parent / "data" / "real_documents.jsonl"
 MAN_PAGES = ("wget", "grep", "zstd", "curl", "tar", "gzip", "xz", "bzip2", "ssh", "sed", "find", "sort", "ls",
              "date", "split", "head", "tail", "less", "diff", "chmod")
@@ -86,13 +88,14 @@ def render_man_page(name: str, folder: Path) -> Path | None:
     return path
 
 
-def corpus_files(folder: Path) -> tuple[list[Path], list[str]]:
+def corpus_files(folder: Path, only: set[str] | None = None) -> tuple[list[Path], list[str]]:
+    """The corpus's files on this machine (`only`: those of these names), and what it lacks."""
     folder.mkdir(parents=True, exist_ok=True)
     files, missing = [], []
-    for name in MAN_PAGES:
+    for name in MAN_PAGES if only is None else [m for m in MAN_PAGES if m in only]:
         path = render_man_page(name, folder) if shutil.which("man") else None
         (files.append(path) if path else missing.append(f"man {name}"))
-    for raw in DOCUMENTS:
+    for raw in DOCUMENTS if only is None else [d for d in DOCUMENTS if Path(d).name in only]:
         path = Path(raw)
         if not path.is_file():
             missing.append(raw)
@@ -181,9 +184,9 @@ def retrieval_table(ranks: dict[str, dict[str, int | None]]) -> str:
     return "\n".join(lines)
 
 
-async def answers(services: Any, kb: Any, questions: list[Question]) -> list[dict[str, Any]]:
+async def answers(services: Any, kb: Any, questions: list[Question], max_tokens: int | None = None) -> list[dict[str, Any]]:
     from ragline.checkpoints.savers import memory_saver
-    from ragline.contracts.request import PipelineRequest
+    from ragline.contracts.request import PipelineRequest, SummaryConfig
     from ragline.evaluation import scoring
     from ragline.evaluation.answers import ask, warm_up
     from ragline.graph.graphs import build_graph
@@ -192,7 +195,8 @@ async def answers(services: Any, kb: Any, questions: list[Question]) -> list[dic
     await warm_up(services)
     rows = []
     for question in questions:
-        turn = await ask(graph, services, PipelineRequest(query=question.question, knowledge_base_ids=(kb.id,)), "default")
+        request = PipelineRequest(query=question.question, knowledge_base_ids=(kb.id,), summary=SummaryConfig(max_tokens=max_tokens))
+        turn = await ask(graph, services, request, "default")
         shown = scoring.strip_tags(turn.answer)
         right = scoring.contains_any(shown, question.answers) and all(scoring.contains(shown, part) for part in question.also)
         outcome = "error" if turn.error else "not found" if turn.fallback else "right" if right else "wrong"
@@ -217,13 +221,16 @@ async def main() -> int:
     parser.add_argument("--data-dir", default=str(Path.home() / ".cache" / "ragline" / "real-documents"))
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--grid", action="store_true", help="also rank with other fusion weights")
-    args = parser.parse_args()
-    data_dir = Path(args.data_dir)
-    os.environ["RAGLINE_DATA_DIR"] = str(data_dir)
+    parser.add_argument("--just-their-files", action="store_true", help="index only the documents the questions asked are about")
+    parser.add_argument("--max-tokens", type=int, help="cap each answer (default: the model's own limit)")
+    # --smoke: one question on a short man page, the corpus cut to it, answered in 24 tokens
+    args = parse_args(parser, only="head-lines", just_their_files=True, answers=True, max_tokens=24, data_dir=None)
+    data_dir = Path(args.data_dir) if args.data_dir else scratch_dir("ragline-real-documents-")
+    use_data_dir(data_dir)
     from ragline.services import Services
 
     questions = load_questions({q for q in args.only.split(",") if q})
-    files, missing = corpus_files(data_dir / "files")
+    files, missing = corpus_files(data_dir / "files", {q.file for q in questions} if args.just_their_files else None)
     if missing:
         print(f"not on this machine, left out: {', '.join(missing)}", file=sys.stderr)
     questions = [q for q in questions if any(f.name == q.file or f.stem == q.file for f in files)]
@@ -240,7 +247,7 @@ async def main() -> int:
                                                               for q, r in misses.items()))
         if args.answers:
             print()
-            print(answer_table(await answers(services, kb, questions)))
+            print(answer_table(await answers(services, kb, questions, args.max_tokens)))
     finally:
         await services.aclose()
     return 0

@@ -21,6 +21,8 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from harness import parse_args, smoke_set
+
 from ragline import defaults
 from ragline.contracts.passages import SearchResult
 from ragline.retrieval.relevance import relevance_scores
@@ -83,5 +85,6 @@ if __name__ == "__main__":
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/eval/xquad_en")
     parser.add_argument("--questions", type=int, default=150)
     parser.add_argument("--seed", type=int, default=0)
-    arguments = parser.parse_args()
-    report(arguments.data.name, asyncio.run(pools(arguments.data, arguments.questions, arguments.seed)))
+    arguments = parse_args(parser, questions=3)
+    data = smoke_set(arguments.data, questions=arguments.questions) if arguments.smoke else arguments.data
+    report(data.name, asyncio.run(pools(data, arguments.questions, arguments.seed)))

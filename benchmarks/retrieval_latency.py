@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import ROOT
+from harness import ROOT, parse_args, smoke_set
 
 from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.models.embeddings import Embedder, EmbeddingCache
@@ -67,14 +67,14 @@ class RandomVectors(Embedder):
         return vectors.tolist()
 
 
-def sentences() -> list[str]:
-    with (EVAL / "corpus.jsonl").open(encoding="utf-8") as fh:
+def sentences(data: Path) -> list[str]:
+    with (data / "corpus.jsonl").open(encoding="utf-8") as fh:
         texts = [json.loads(line)["text"] for line in fh]
     return [s.strip() + " ." for t in texts for s in t.split(" . ") if len(s.split()) >= 4]
 
 
-def questions() -> list[str]:
-    with (EVAL / "queries.jsonl").open(encoding="utf-8") as fh:
+def questions(data: Path) -> list[str]:
+    with (data / "queries.jsonl").open(encoding="utf-8") as fh:
         return [json.loads(line)["text"] for line in fh]
 
 
@@ -244,8 +244,10 @@ async def main() -> int:
     parser.add_argument("--backends", default=",".join(BACKENDS), help="embedded, redis or both")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--embed-sample", type=int, default=32, help="chunks ingested through the real model (0 = skip)")
-    args = parser.parse_args()
-    pool, texts = sentences(), questions()
+    parser.add_argument("--data", type=Path, default=EVAL, help="the Cranfield set: sentences of its abstracts, its questions")
+    args = parse_args(parser, sizes="40", queries=5, embed_sample=2)
+    data = smoke_set(args.data) if args.smoke else args.data
+    pool, texts = sentences(data), questions(data)
     rows = []
     for name in (b for b in args.backends.split(",") if b):
         backend = open_backend(name)

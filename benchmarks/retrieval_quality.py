@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness import parse_args, smoke_set
+
 from ragline.contracts.passages import MatchType
 from ragline.evaluation.retrieval import WHOLE_DOCUMENT, doc_text, doc_title, load_beir
 from ragline.ingestion.service import IngestionService, TextDocument
@@ -51,7 +53,8 @@ async def side_lists(data_dir: Path, embedder: Embedder, settings: RetrievalConf
         docs = [TextDocument(doc_text(d), doc_title(d), f"beir:{d['_id']}") for d in beir.corpus if doc_text(d).strip()]
         knowledge = await IngestionService(stack).ingest_documents(kb.id, docs)
         doc_of_knowledge = {k.id: k.source.removeprefix("beir:") for k in knowledge}
-        lists, hybrid = {}, {name: {} for name in variants}
+        lists: dict[str, list[list[Hit]]] = {}
+        hybrid: dict[str, dict[str, list[str]]] = {name: {} for name in variants}
         for query in beir.queries:
             vector = await embedder.embed_query(query["text"])
             sides = []
@@ -86,7 +89,7 @@ async def main() -> int:
     parser.add_argument("eval_dir", nargs="?", default=str(DEFAULT_EVAL))
     parser.add_argument("--sets", default="", help="comma-separated folder names (default: all)")
     parser.add_argument("--grid", action="store_true", help="also print the RRF k x weight grid (nDCG@10)")
-    args = parser.parse_args()
+    args = parse_args(parser, sets="cranfield,xquad_en")
     services = Services.from_settings()
     settings = RetrievalConfig.from_settings(services.settings)
     embedder = services.embedder
@@ -99,7 +102,8 @@ async def main() -> int:
         variants |= {f"feedback {n} x {beta}": settings.model_copy(update={"feedback_docs": n, "feedback_weight": beta})
                      for n in GRID_FEEDBACK_DOCS for beta in GRID_FEEDBACK_WEIGHT}
     for name in names:
-        beir, lists, runs = await side_lists(root / name, embedder, settings, QUERY_LIMITS.get(name), variants)
+        data = smoke_set(root / name) if args.smoke else root / name  # --smoke: three questions of each set
+        beir, lists, runs = await side_lists(data, embedder, settings, QUERY_LIMITS.get(name), variants)
         vector = score_run({q: [h.chunk_id for h in v][:100] for q, (v, _) in lists.items()}, beir.qrels)
         keyword = score_run({q: [h.chunk_id for h in kw][:100] for q, (_, kw) in lists.items()}, beir.qrels)
         hybrid = score_run(runs["configured"], beir.qrels)

@@ -22,7 +22,9 @@ import sys
 import time
 from typing import Any
 
-from harness import KEEPALIVE_S, ROOT, percentile, scripted_env, sse_frames, wait_healthy
+from harness import KEEPALIVE_S, ROOT, parse_args, percentile, scripted_env, smoke_clean, sse_frames, wait_healthy
+
+from ragline.checkpoints.streams import Event, Fence, StreamEntry, StreamManager
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -32,21 +34,32 @@ STAMP = "_t_append"  # added to every event by the serve mode; clients ignore un
 # --- serve mode (the subprocess) ---
 
 
-class StampedStreams:
-    """Delegates to the real StreamManager, recording wall-clock append time in each event."""
+class StampedStreams(StreamManager):
+    """The real StreamManager, recording wall-clock append time in each event. It implements the
+    service's StreamManager protocol (checkpoints/streams.py) method by method, so mypy reports a
+    change of that protocol here (the `fence` argument once went missing)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: StreamManager) -> None:
         self.inner = inner
 
-    async def append(self, session_id: str, message_id: str, event: dict) -> str:
-        return await self.inner.append(session_id, message_id, {**event, STAMP: time.time()})
+    async def append(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> str:
+        return await self.inner.append(session_id, message_id, {**event, STAMP: time.time()}, fence)
 
-    def append_soon(self, session_id: str, message_id: str, event: dict) -> Any:
+    def append_soon(self, session_id: str, message_id: str, event: Event, fence: Fence | None = None) -> asyncio.Future[str] | None:
         """What a stage's events go through (service/relay.py): stamped as they are emitted."""
-        return self.inner.append_soon(session_id, message_id, {**event, STAMP: time.time()})
+        return self.inner.append_soon(session_id, message_id, {**event, STAMP: time.time()}, fence)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    async def read(self, session_id: str, message_id: str, after: str | None = None) -> list[StreamEntry]:
+        return await self.inner.read(session_id, message_id, after)
+
+    async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]:
+        return await self.inner.wait(session_id, message_id, after, timeout)
+
+    def valid_id(self, entry_id: str) -> bool:
+        return self.inner.valid_id(entry_id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def serve(port: int) -> None:
@@ -64,7 +77,8 @@ def serve(port: int) -> None:
     async def lifespan(app_: Starlette):
         async with inner_lifespan(app_):
             backend = app_.state.host.backend
-            backend.streams = StampedStreams(backend.streams)
+            stamped: StreamManager = StampedStreams(backend.streams)
+            backend.streams = stamped
             yield
 
     app.router.lifespan_context = lifespan
@@ -185,6 +199,7 @@ def run(args: argparse.Namespace) -> None:
     for name, r in rows:
         for failure in sorted(set(r["failures"])):  # why a stream was not intact, once per distinct cause
             print(f"- {name}, {r['concurrent']} streams: {failure[:300]}")
+    smoke_clean(args, [f"{name}, {r['concurrent']} streams: {failure}" for name, r in rows for failure in r["failures"]])
 
 
 def main() -> None:
@@ -198,7 +213,7 @@ def main() -> None:
     parser.add_argument("--sequential", type=int, default=10, help="single-stream turns for the idle latency row")
     parser.add_argument("--no-redis", action="store_true")
     parser.add_argument("--backends", default="in-process,redis", help="which backends to measure, in order")
-    args = parser.parse_args()
+    args = parse_args(parser, streams="3", chunks=5, delay=0.01, sequential=2)
     if args.mode == "serve":
         serve(args.port)
         return

@@ -26,6 +26,7 @@ from starlette.responses import Response, StreamingResponse
 
 from tests.scripted_model import ScriptedModel, _chunk, _sse
 
+STARTED_BY = "load.py"  # a helper process (benchmarks/load_servers.py starts it): run through load.py's --smoke
 TOKEN = re.compile(r"(\d{5})@(\d+\.\d{6});")
 
 

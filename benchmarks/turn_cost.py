@@ -27,7 +27,7 @@ from typing import Any
 import aiohttp
 import stamped_model
 import uvloop
-from harness import tree_cpu_s
+from harness import parse_args, smoke_clean, tree_cpu_s
 from load_servers import RaglineServer, StreamResult
 
 from tests.redis_server import RedisServer
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="tokens per second per answer")
     parser.add_argument("--repeat", type=int, default=3, help="rows per C (fresh servers, interleaved); then their median")
     parser.add_argument("--redis", action="store_true", help="checkpoints and streams in a local Redis 8")
-    args = parser.parse_args()
+    args = parse_args(parser, conc="2", turns=4, repeat=1)
     levels = [int(c) for c in args.conc.split(",") if c]
     model, model_url = stamped_model.start(args.tokens, args.rate)
     rows: dict[int, list[dict[str, float]]] = {c: [] for c in levels}
@@ -92,6 +92,8 @@ def main() -> None:
     for conc, measured in rows.items():
         median = {key: statistics.median(r[key] for r in measured) for key in ("cpu_ms", "wall_ms")}
         print_row(f"median of {len(measured)}", conc, {**median, "failed": sum(r["failed"] for r in measured)})
+    smoke_clean(args, [f"{conc} in flight: {sum(r['failed'] for r in measured):.0f} turns failed" for conc, measured in rows.items()
+                       if sum(r["failed"] for r in measured)])
 
 
 if __name__ == "__main__":

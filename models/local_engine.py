@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragline import defaults
 from ragline.models.cpu import advertises_amx
@@ -104,6 +104,13 @@ class LocalChatConfig:
     def from_settings(cls, settings: Settings) -> LocalChatConfig:
         return cls(settings.models_dir, settings.local_chat_context, settings.local_chat_threads, settings.local_chat_batch,
                    settings.local_chat_extra_buffers, settings.local_prompt_cache)
+
+
+class Generate(Protocol):
+    """LocalChatEngine.generate: what a wrapper put in its place must accept and return (benchmarks/
+    answer_latency.py records each prompt through one; mypy holds both to this)."""
+
+    def __call__(self, messages: list, kwargs: dict[str, Any], *, stream: bool) -> Generator[dict[str, Any], None, None]: ...
 
 
 class LocalChatEngine:

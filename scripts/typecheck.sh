@@ -1,5 +1,5 @@
 #!/bin/sh
-# Type-check the ragline packages with mypy (configuration: [tool.mypy] in pyproject.toml).
+# Type-check the ragline packages and the benchmarks with mypy (configuration: [tool.mypy] in pyproject.toml).
 # The repository maps folders onto ragline.* (graph/ -> ragline.graph, ...); mypy cannot follow the
 # editable install's import hook, so the packages are laid out as installed in a temporary link tree.
 set -eu
@@ -20,6 +20,14 @@ PY
 packages=${*:-"ragline"}  # every package: ragline/, graph/, nodes/, service/, retrieval/, models/, ... (pyproject's package-dir)
 args=""
 for package in $packages; do args="$args -p $package"; done
+# The benchmark scripts too (unless packages were named): their wrappers around the service's parts
+# implement its Protocols, so a changed interface fails here, not in a benchmark run months later.
+# They import each other as top-level modules (benchmarks/ is their sys.path[0]) and tests.* as a package.
+ln -s "$root/tests" "$tree/tests"
+if [ $# -eq 0 ]; then
+  for script in "$root"/benchmarks/*.py; do args="$args -m $(basename "$script" .py)"; done
+fi
+export MYPYPATH="$root/benchmarks"
 cd "$tree"
 # shellcheck disable=SC2086
 exec "$python" -m mypy --config-file "$root/pyproject.toml" $args
