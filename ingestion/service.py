@@ -194,7 +194,7 @@ class IngestionService:
     async def ingest_documents(self, kb_id: str, docs: list[TextDocument], tenant_id: str = "default",
                                progress: Progress | None = None) -> list[Knowledge]:
         """Chunk, embed and store several documents; unchanged documents are skipped."""
-        kb = self._kb(kb_id, tenant_id)
+        kb = await asyncio.to_thread(self._kb, kb_id, tenant_id)  # the catalog: a file or Redis, never read on the event loop
         settings = chunking_signature(kb.chunking)
         out: list[Knowledge] = []
         todo: list[PreparedDocument] = []
@@ -207,7 +207,7 @@ class IngestionService:
             digest = content_hash(doc.text, settings)
             if doc.images and self.images:  # the images' text is part of the document: new images or reader, new chunks
                 digest = content_hash(doc.text + "".join(i.sha256 for i in doc.images), f"{settings}\n{self.images.signature}")
-            existing = self.catalog.find_knowledge(kb.id, doc.source) if doc.source else None
+            existing = await asyncio.to_thread(self.catalog.find_knowledge, kb.id, doc.source) if doc.source else None
             if existing is not None and existing.content_hash == digest:
                 out.append(existing)
                 continue
@@ -275,7 +275,7 @@ class IngestionService:
         """New rows under fresh ids, one catalog commit, then the old rows go; a failure before the
         commit removes the new rows again."""
         engines = self.stack.stores[kb.vector_store]
-        old_ids = self.catalog.chunk_ids_of(doc.knowledge.id for doc in docs)
+        old_ids = await asyncio.to_thread(self.catalog.chunk_ids_of, [doc.knowledge.id for doc in docs])
         new_chunks = [c for doc in docs for c in doc.chunks if c.indexed]
         new_ids = [c.id for c in new_chunks]
         try:
@@ -286,7 +286,8 @@ class IngestionService:
             await engines.keyword.write(kb.id, new_chunks)
             if before_commit is not None:
                 await before_commit()
-            self.catalog.replace_documents(kb.id, [(d.knowledge, d.chunks, d.source_text) for d in docs])
+            # one transaction of every chunk (thousands for a one-line document): seconds the event loop must not wait
+            await asyncio.to_thread(self.catalog.replace_documents, kb.id, [(d.knowledge, d.chunks, d.source_text) for d in docs])
         except Exception as exc:
             await self._forget(kb, new_ids)
             raise IngestionError(f"storing failed, nothing was kept: {exc}") from exc
@@ -338,11 +339,11 @@ class IngestionService:
 
     async def delete_knowledge(self, kb_id: str, knowledge_id: str, tenant_id: str = "default") -> None:
         """Vectors and keyword rows first, catalog last, so a failed delete can simply be retried."""
-        kb = self._kb(kb_id, tenant_id)
-        knowledge = self.catalog.get_knowledge(knowledge_id)
+        kb = await asyncio.to_thread(self._kb, kb_id, tenant_id)
+        knowledge = await asyncio.to_thread(self.catalog.get_knowledge, knowledge_id)
         if knowledge is None or knowledge.knowledge_base_id != kb.id:
             raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
-        ids = self.catalog.chunk_ids_of([knowledge_id])
+        ids = await asyncio.to_thread(self.catalog.chunk_ids_of, [knowledge_id])
         engines = self.stack.stores[kb.vector_store]
         await engines.vector.delete_chunks(kb.id, ids)
         if self.images and (space := self.images.space(kb.id)):
@@ -355,24 +356,24 @@ class IngestionService:
                 log.warning("could not remove %s from the entity graph: %s", knowledge_id, exc)
         if self.images is not None:  # while the catalog still says which images the document shows
             await asyncio.to_thread(release_images, self.images.store, [knowledge_id])
-        self.catalog.delete_knowledge(kb.id, [knowledge_id])
+        await asyncio.to_thread(self.catalog.delete_knowledge, kb.id, [knowledge_id])
         await self._changed(kb, [knowledge])
 
     async def reparse(self, kb_id: str, knowledge_id: str, tenant_id: str = "default",
                       progress: Progress | None = None) -> Knowledge:
         """Re-chunk a document from its stored text with the KB's current settings (cached vectors
         make unchanged chunks free)."""
-        kb = self._kb(kb_id, tenant_id)
-        knowledge = self.catalog.get_knowledge(knowledge_id)
-        text = self.catalog.source_text(knowledge_id)
+        kb = await asyncio.to_thread(self._kb, kb_id, tenant_id)
+        knowledge = await asyncio.to_thread(self.catalog.get_knowledge, knowledge_id)
+        text = await asyncio.to_thread(self.catalog.source_text, knowledge_id)
         if knowledge is None or text is None or knowledge.knowledge_base_id != kb.id:
             raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
         if is_wiki_document(knowledge):  # re-chunking would turn the page into text chunks
             raise IngestionError(f"{knowledge.title} is a wiki page: rebuild the wiki instead of reparsing it")
         knowledge.content_hash = content_hash(text, chunking_signature(kb.chunking))
-        chunks = plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge, text)
-        _flag_instructions(knowledge, first_instruction(text))
-        old_images = [c for c in self.catalog.chunks_of(knowledge_id) if c.chunk_type in IMAGE_CHUNK_TYPES]
+        chunks = await asyncio.to_thread(lambda: plan_to_chunks(chunk_document(text, kb.chunking), kb.id, knowledge, text))  # CPU work
+        _flag_instructions(knowledge, await asyncio.to_thread(first_instruction, text))
+        old_images = [c for c in await asyncio.to_thread(self.catalog.chunks_of, knowledge_id) if c.chunk_type in IMAGE_CHUNK_TYPES]
         if old_images:  # the images' text is not in the stored text: their chunks move over as they are
             for chunk in chunks:
                 if chunk.chunk_type == ChunkType.TEXT and only_image_references(chunk.content):

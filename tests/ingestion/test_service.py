@@ -234,3 +234,20 @@ async def test_a_chunk_is_embedded_under_its_documents_title_so_a_chunk_that_nev
     hits = await stack.searcher.search(SearchParams(query="How many times does wget retry a download by default?",
                                                     knowledge_base_ids=[kb.id], disable_keyword=True, vector_threshold=0.0))
     assert "The default is to retry 20 times" in " ".join(h.content for h in hits[:2])
+
+
+async def test_storing_a_document_of_thousands_of_chunks_never_blocks_the_event_loop(stack, ingestion):
+    """A one-line document of hundreds of chunks (issue 56's had 4,000 and froze every route for
+    seconds): its catalog transaction, the old rows' lookup, the reparse and the delete all run in
+    worker threads. blockbuster, the check `langgraph dev` runs, raises on any file or SQLite call
+    made on the event loop, whatever the document's size."""
+    from blockbuster import blockbuster_ctx
+
+    kb = stack.knowledge_bases.create("big", chunking=ChunkingConfig(chunk_size=64, chunk_overlap=0))
+    line = " ".join(f"reading{n} of the outdoor sensor" for n in range(600))  # one line, no paragraph to split on
+    await ingestion.ingest_documents(kb.id, [TextDocument(text="warm up", source="warm.txt")])  # opens what opening opens
+    with blockbuster_ctx(["ragline.ingestion", "ragline.retrieval"]):  # by folder: ragline.* maps onto several
+        stored = await ingestion.ingest_documents(kb.id, [TextDocument(text=line, source="big.txt")])
+        again = await ingestion.reparse(kb.id, stored[0].id)
+        await ingestion.delete_knowledge(kb.id, again.id)
+    assert len(stack.catalog.chunks_of(stored[0].id)) == 0
