@@ -86,9 +86,33 @@ _SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=[^\s\"'）)]))*(?:[.!?]+[\
 REDACTED = "[a sentence addressed to the assistant was left out]"
 
 
+SCAN_WINDOW = 4_000  # characters a sentence may have: a longer run (a one-line document) is cut
+
+
 def sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence or line of `text`, in order."""
-    return [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if m.group().strip()]
+    """(start, end) of each sentence or line of `text`, in order. The text is read in windows of at
+    most SCAN_WINDOW characters, cut at a line break, else after a sentence's end, else at a space:
+    one regex call holds the GIL for as long as its match, and a 2 MB line read as one "sentence"
+    held it (and so the event loop of the process) for half a second."""
+    return [(offset + m.start(), offset + m.end()) for offset, window in _windows(text)
+            for m in _SENTENCE.finditer(window) if m.group().strip()]
+
+
+def _windows(text: str) -> list[tuple[int, str]]:
+    windows: list[tuple[int, str]] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + SCAN_WINDOW)
+        if end < len(text):
+            cut = max(text.rfind("\n", start, end), -1)
+            if cut <= start:
+                cut = max(text.rfind(". ", start, end), text.rfind("。", start, end))
+            if cut <= start:
+                cut = text.rfind(" ", start, end)
+            end = cut + 1 if cut > start else end
+        windows.append((start, text[start:end]))
+        start = end
+    return windows
 
 
 # Every pattern above holds one of these words: a sentence without any (nearly every one) is

@@ -17,6 +17,11 @@ from typing import Any, Protocol
 import chromadb
 from chromadb.config import Settings as ChromaSettings
 
+# Chroma's Rust bindings hold the GIL for a whole call, and the event loop of this process waits for
+# it: 4,579 rows upserted 1,000 at a time stalled a loop up to ~250 ms, 250 at a time ~130 ms
+# (upsert 1.0 s -> 1.2 s); a delete by metadata filter stalled it ~500 ms, by id ~50 ms.
+CHROMA_WRITE_BATCH = 250
+
 
 @dataclass(frozen=True)
 class VectorRow:
@@ -162,8 +167,8 @@ class ChromaVectorStore(ThreadedVectorStore):
     def upsert_sync(self, kb_id: str, rows: list[VectorRow]) -> None:
         col = self._collection(kb_id, create=True)
         assert col is not None  # create=True always yields a collection
-        for start in range(0, len(rows), 1000):
-            batch = rows[start : start + 1000]
+        for start in range(0, len(rows), CHROMA_WRITE_BATCH):
+            batch = rows[start : start + CHROMA_WRITE_BATCH]
             col.upsert(
                 ids=[r.id for r in batch], embeddings=[r.embedding for r in batch],
                 metadatas=[{"chunk_id": r.chunk_id, "knowledge_id": r.knowledge_id} for r in batch],
@@ -172,8 +177,10 @@ class ChromaVectorStore(ThreadedVectorStore):
     def delete_chunks_sync(self, kb_id: str, chunk_ids: list[str]) -> None:
         col = self._collection(kb_id, create=False)
         for start in range(0, len(chunk_ids), 500):
-            if col is not None:
-                col.delete(where={"chunk_id": {"$in": chunk_ids[start : start + 500]}})
+            if col is not None:  # the rows' ids first, then a delete by id: 3x faster than a delete by metadata, and short calls
+                rows = col.get(where={"chunk_id": {"$in": chunk_ids[start : start + 500]}}, include=[])["ids"]
+                if rows:
+                    col.delete(ids=rows)
 
     def delete_kb_sync(self, kb_id: str) -> None:
         self._collections.pop(kb_id, None)
