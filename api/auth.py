@@ -3,7 +3,8 @@
 Keys come from settings: `RAGLINE_API_KEYS` (JSON object) and/or `RAGLINE_API_KEYS_FILE` (a JSON
 file of the same shape). A value is "tenant" or "tenant/user"; without a user the key's tenant
 is also its user. A client sends its key as `X-API-Key: <key>` or `Authorization: Bearer <key>`
-(SSE GET routes also take `?api_key=`, since a browser EventSource cannot set headers).
+(the two event-stream GETs, QUERY_KEY_ROUTES, also take `?api_key=`, since a browser EventSource
+cannot set headers; no other route reads a key from its URL).
 
 Dev mode: when no key is configured, every request acts as tenant "default", user "default".
 `ragline serve` refuses to listen beyond loopback in dev mode unless told --insecure-dev.
@@ -30,14 +31,26 @@ def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+# Only these GET routes read a key from the query: the answer and job-progress streams a browser
+# follows with an EventSource. The name is the decoded one (`api%5Fkey` is `api_key`, as Starlette
+# reads every parameter), and the access log judges names decoded too (ragline/logs.py).
+QUERY_KEY_ROUTES = ("/continue-stream", "/events")
+QUERY_KEY = "api_key"
+
+
+def accepts_query_key(method: str, path: str) -> bool:
+    """Whether a request may present its key as `?api_key=` (one rule for the routes and the limiter)."""
+    return method == "GET" and path.endswith(QUERY_KEY_ROUTES)
+
+
 def presented_key(headers: Mapping[str, str], query: Mapping[str, str], *, allow_query: bool) -> str | None:
-    """The key a client sent: X-API-Key, or Authorization: Bearer, or (SSE GETs) ?api_key=."""
+    """The key a client sent: X-API-Key, or Authorization: Bearer, or (QUERY_KEY_ROUTES) ?api_key=."""
     key = headers.get("x-api-key")
     if not key:
         scheme, _, token = headers.get("authorization", "").partition(" ")
         key = token.strip() if scheme.lower() == "bearer" else None
     if not key and allow_query:
-        key = query.get("api_key")
+        key = query.get(QUERY_KEY)
     return key or None
 
 
@@ -67,11 +80,15 @@ class KeyRing:
     def dev_mode(self) -> bool:
         return not self.by_digest
 
-    def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
+    def authenticate(self, request: Request) -> Principal:
         if self.dev_mode:
             return DEV_PRINCIPAL
+        allow_query = accepts_query_key(request.method, request.scope["path"])
         key = presented_key(request.headers, request.query_params, allow_query=allow_query)
-        return self.principal_of(key, missing="an API key is required (X-API-Key header or Authorization: Bearer)")
+        missing = "an API key is required (X-API-Key header or Authorization: Bearer)"
+        if QUERY_KEY in request.query_params and not allow_query:  # say why the key in the URL did not count
+            missing += "; only the event streams (continue-stream, job events) take ?api_key="
+        return self.principal_of(key, missing=missing)
 
     def principal_of(self, key: str | None, *, missing: str) -> Principal:
         """The tenant and user a key maps to (every door asks here); `missing` says how to give one."""

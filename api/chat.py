@@ -107,7 +107,7 @@ async def chat(request: Request) -> Response:
 async def continue_stream(request: Request) -> Response:
     """With Last-Event-ID the stream continues right after that event, without a replay."""
     svc = host_of(request)
-    who = svc.authenticate(request, allow_query=True)
+    who = svc.authenticate(request)  # takes ?api_key= too (auth.QUERY_KEY_ROUTES)
     session = await svc.conversations.readable(who, inputs.path(request, "session_id"))
     query = inputs.query(request, ContinueQuery)
     resume = last_event_id(request, svc.backend.streams)

@@ -21,7 +21,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline import defaults
-from ragline.api.auth import key_digest, presented_key
+from ragline.api.auth import accepts_query_key, key_digest, presented_key
 from ragline.logs import log_ids
 from ragline.service.key_limits import Limiter
 
@@ -112,8 +112,10 @@ STREAM_ROUTES = ("/knowledge-chat", "/chat", "/continue-stream", "/events")  # a
 
 
 def api_key_of(scope: Scope) -> str | None:
-    """The digest of the key the request presents (any route; the route itself checks it)."""
-    key = presented_key(Headers(scope=scope), QueryParams(scope.get("query_string", b"")), allow_query=True)
+    """The digest of the key the request presents (the route itself checks it); a key in the URL
+    counts only where the route takes it, so the limiter and the route agree on whose request it is."""
+    allow_query = accepts_query_key(scope.get("method", ""), scope["path"])
+    key = presented_key(Headers(scope=scope), QueryParams(scope.get("query_string", b"")), allow_query=allow_query)
     return key_digest(key) if key else None
 
 

@@ -50,8 +50,8 @@ class HttpHost:
         """The run backend this host opened on the root (checkpoints, streams, registry, graphs), through the run manager that drives it."""
         return self.runs.backend
 
-    def authenticate(self, request: Request, *, allow_query: bool = False) -> Principal:
-        return self.keyring.authenticate(request, allow_query=allow_query)
+    def authenticate(self, request: Request) -> Principal:
+        return self.keyring.authenticate(request)
 
     async def stack(self) -> RetrievalStack:
         """The RetrievalStack (opened in a worker thread the first time: it opens Chroma)."""

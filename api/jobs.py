@@ -25,9 +25,9 @@ from ragline.service.jobs import JOB_LOG, JobRecord, event_is_final, job_event
 TAG = "knowledge"
 
 
-async def _job(request: Request, *, allow_query: bool = False) -> tuple[HttpHost, Principal, JobRecord]:
+async def _job(request: Request) -> tuple[HttpHost, Principal, JobRecord]:
     svc = host_of(request)
-    who = svc.authenticate(request, allow_query=allow_query)
+    who = svc.authenticate(request)
     record = await svc.jobs.get(inputs.path(request, "job_id"), who.tenant_id, inputs.path(request, "kb_id"))
     return svc, who, record
 
@@ -68,7 +68,7 @@ async def follow_job(svc: HttpHost, record: JobRecord, after: str | None) -> Asy
 @doc("The job's progress as server-sent events (each event carries the whole job), ending with its final state", TAG,
      sse=True, events=JobRecord, errors=(401, 404))
 async def job_events(request: Request) -> Response:
-    svc, _, record = await _job(request, allow_query=True)  # a browser's EventSource cannot send the key as a header
+    svc, _, record = await _job(request)  # takes ?api_key= too (auth.QUERY_KEY_ROUTES): an EventSource cannot send headers
     resume = sse.last_event_id(request, svc.jobs.streams)
     after = resume[1] if resume is not None and resume[0] == record.id else None
     return sse.sse_response(sse.with_retry(follow_job(svc, record, after)))  # retry: rides on the first event

@@ -99,13 +99,12 @@ def death(exitcode: int | None, label: str) -> IngestionError:
 def _parse_in_child(send: Connection, data: bytes, file_type: str, name: str, limits: dict[str, Any], memory: int) -> None:
     _exit_when_abandoned(send)
     vars(defaults).update(limits)
-    limit = _cap_address_space(memory)
+    limit = cap_address_space(memory)
     outcome: Any
     try:
         outcome = parse_bytes(data, file_type, name)
     except (IngestionError, MemoryError) as exc:
-        # a library that fails to allocate often says so in its own words (lxml: "unknown error")
-        if isinstance(exc, MemoryError) or _peak_address_space() > limit - _NEAR_LIMIT:
+        if out_of_memory(exc, limit):
             label = name or "the file"
             outcome = (DocumentTooLargeError, f"parsing {label} needs more than {memory // 2**20:,} MB of memory; split it into smaller documents")
         else:
@@ -115,7 +114,7 @@ def _parse_in_child(send: Connection, data: bytes, file_type: str, name: str, li
     send.close()
 
 
-def _cap_address_space(extra: int) -> int:
+def cap_address_space(extra: int) -> int:
     """Let this process's address space grow by `extra` bytes from here (the cap is returned); past
     it, allocations fail (MemoryError)."""
     with open("/proc/self/statm") as statm:
@@ -130,6 +129,12 @@ def resident_bytes() -> int:
     """This process's resident memory (VmRSS)."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def out_of_memory(exc: BaseException, limit: int) -> bool:
+    """Whether a failure under the cap `limit` was the cap's: a library that fails to allocate often
+    says so in its own words (lxml: "unknown error", onnxruntime: "bad allocation")."""
+    return isinstance(exc, MemoryError) or _peak_address_space() > limit - _NEAR_LIMIT
 
 
 def _peak_address_space() -> int:

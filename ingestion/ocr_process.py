@@ -4,7 +4,10 @@
 One child serves a document's images one after another (its engine loads once, ~0.3 s), exits
 when no image has come for OCR_PROCESS_IDLE_S or when a read left it above OCR_PROCESS_MAX_RSS_BYTES,
 and the next image starts a fresh one: the memory OCR took is the system's again. The child is
-forked from the parse fork server (ingestion/isolated.py), so it starts in milliseconds.
+forked from the parse fork server (ingestion/isolated.py), so it starts in milliseconds, and runs
+under the parse child's memory cap mechanism (OCR_MEMORY_BYTES of address space beyond where it
+started, the engine's included): an image whose reading needs more fails with that reason, and the child,
+its memory in an unknown state, exits; the next image starts a fresh one.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ragline import defaults
-from ragline.ingestion.isolated import CONTEXT, answer_of, death, limits, resident_bytes
+from ragline.ingestion.isolated import CONTEXT, answer_of, cap_address_space, death, limits, out_of_memory, resident_bytes
 from ragline.ingestion.ocr import OcrEngine
-from ragline.retrieval.errors import IngestionError
+from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
 
 
 class OcrProcess:
@@ -60,7 +63,8 @@ class OcrProcess:
             self._end()
             ours, theirs = CONTEXT.Pipe()
             self._child = CONTEXT.Process(target=_serve, name="ragline-ocr", daemon=True,
-                                          args=(theirs, defaults.OCR_PROCESS_IDLE_S, defaults.OCR_PROCESS_MAX_RSS_BYTES))
+                                          args=(theirs, defaults.OCR_PROCESS_IDLE_S, defaults.OCR_PROCESS_MAX_RSS_BYTES,
+                                                defaults.OCR_MEMORY_BYTES))
             self._child.start()
             theirs.close()
             self._conn = ours
@@ -81,20 +85,28 @@ class OcrProcess:
         return int(child.exitcode) if child.exitcode is not None else None
 
 
-def _serve(conn: Connection, idle_s: float, max_rss: int) -> None:
-    engine = OcrEngine()
+def _serve(conn: Connection, idle_s: float, max_rss: int, memory: int) -> None:
+    limit = cap_address_space(memory)
+    engine = OcrEngine()  # loads its sessions with the first image, under the cap
     while conn.poll(idle_s):
         try:
             data, current = conn.recv()
         except EOFError:  # the server is gone
             return
         vars(defaults).update(current)
-        try:
-            reply: tuple[Any, ...] = ("text", engine.read(data))
-        except IngestionError as exc:
-            reply = ("error", type(exc), str(exc))
-        except Exception as exc:  # OpenCV's and onnxruntime's own errors: the image could not be read
-            reply = ("error", IngestionError, f"OCR could not read the image: {exc}")
+        reply = _read(engine, data, limit, memory)
         conn.send(reply)
-        if resident_bytes() > max_rss:
+        if reply[1] is DocumentTooLargeError or resident_bytes() > max_rss:
             return  # the memory this read took goes back now; the next image starts a fresh engine
+
+
+def _read(engine: OcrEngine, data: bytes, limit: int, memory: int) -> tuple[Any, ...]:
+    """One image's reply: ("text", text) or ("error", type, one-line reason)."""
+    try:
+        return ("text", engine.read(data))
+    except Exception as exc:  # OpenCV's and onnxruntime's own errors among them
+        if out_of_memory(exc, limit):
+            return ("error", DocumentTooLargeError, f"reading the image's text (OCR) needs more than {memory // 2**20:,} MB of memory")
+        if isinstance(exc, IngestionError):
+            return ("error", type(exc), str(exc))
+        return ("error", IngestionError, f"OCR could not read the image: {exc}")

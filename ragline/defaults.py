@@ -215,6 +215,9 @@ IMAGE_OCR_MIN_SCORE = 0.5  # recognised lines below this confidence are noise (r
 IMAGE_OCR_DECODE_MAX_SIDE = 4096  # OCR decodes a larger image scaled down to this side: a 25 MP image costs 50 MB, not 500 (a 300 dpi A4 page fits whole)
 OCR_PROCESS_IDLE_S = 30.0  # the OCR child process exits after this long without an image: its memory goes back (ingestion/ocr_process.py)
 OCR_PROCESS_MAX_RSS_BYTES = 512 * 1024 * 1024  # ...and at once after a read that left it larger than this
+# the OCR child's address space may grow this much from its start, its engine's included (the parse child's mechanism,
+# ingestion/isolated.py); not PARSE_MEMORY_BYTES: a 20 MP page photo needs ~1,000 MB there and fails under 768 MB
+OCR_MEMORY_BYTES = 1280 * 1024 * 1024
 IMAGE_OCR_DETECT_MAX_SIDE = 960  # the detector sees the image scaled to this longest side: 10x faster than upscaling, same text on screenshots
 IMAGE_CAPTION_MAX_TOKENS = 300  # a caption is a paragraph; the cap stops a rambling vision model
 IMAGE_CAPTION_MAX_CHARS = 2_000

@@ -21,28 +21,80 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import unquote_plus
 
 _IDS: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("ragline_log_ids", default={})  # noqa: B039 (never mutated)
 FIELDS = ("request_id", "session_id", "message_id")
 # A key in a URL (an EventSource cannot send headers) must never reach a log line: uvicorn's
-# access log writes the whole path with its query, for valid and wrong keys alike.
-_SECRET_PARAMETER = re.compile(r"(?i)([?&;](?:api_key|apikey|key|token|access_token|secret|password)=)[^&;#\s\"']*")
+# access log writes the whole path with its raw query, for valid and wrong keys alike. The server
+# decodes a parameter's name before it reads it (`api%5Fkey` is `api_key`), so a name is judged
+# decoded, in any case, and with its separators ignored (`API-Key`, `api.key`, `apiKey`).
+_QUERY = re.compile(r"\?([^\s\"'<>#]+)")  # a URL's query in a log line: up to a space, a quote or a fragment
+_PAIR_SEPARATOR = re.compile(r"([&;])")  # `;` too: some parsers split there, and redacting more is safe
+_NAME_NOISE = re.compile(r"[\s_.\-\[\]]+")
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "credential", "signature", "auth")
+_SECRET_NAMES = frozenset({"code", "state", "sig", "pwd", "pass", "nonce", "otp"})
+_DECODE_ROUNDS = 4  # a name encoded twice (`api%255Fkey`) is still judged by what it says
 REDACTED = "[redacted]"
 
 
+def decoded_name(name: str) -> str:
+    """A parameter's name as the server reads it, decoded again while it changes (bounded)."""
+    for _ in range(_DECODE_ROUNDS):
+        decoded = unquote_plus(name)
+        if decoded == name:
+            break
+        name = decoded
+    return name
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a query parameter's name (raw, as it came in the URL) may carry a credential."""
+    plain = _NAME_NOISE.sub("", decoded_name(name).partition("=")[0]).casefold()
+    return plain in _SECRET_NAMES or any(word in plain for word in _SECRET_WORDS)
+
+
+def redact_pair(pair: str) -> str:
+    """One `name=value` of a query, its value redacted when the name is credential-like."""
+    name, equals, _ = pair.partition("=")
+    if not is_secret_name(name):
+        return pair
+    if "=" in decoded_name(name):  # `api_key%3Dvalue`: the value hides in an encoded name
+        return REDACTED
+    return f"{name}={REDACTED}" if equals else pair
+
+
+def redact_query(query: str) -> str:
+    """The query with the value of every credential-like parameter replaced, the rest as it was."""
+    parts = _PAIR_SEPARATOR.split(query)
+    return "".join(part if i % 2 else redact_pair(part) for i, part in enumerate(parts))
+
+
 def redact(text: str) -> str:
-    return _SECRET_PARAMETER.sub(rf"\g<1>{REDACTED}", text)
+    """The text with every URL query in it redacted (redact_query)."""
+    return _QUERY.sub(lambda match: "?" + redact_query(match.group(1)), text)
 
 
 class RedactSecrets(logging.Filter):
     """Rewrites a record's message with secret query parameters replaced, whoever logged it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "uvicorn.access":
+            record.args = _access_arguments(record.args)
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
         return True
+
+
+def _access_arguments(args: Any) -> Any:
+    """uvicorn's access record: (client, method, path with query, version, status). Its query is
+    redacted whole, since in a whole line a value holding a quote or a space would end the query early."""
+    if not (isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str) and "?" in args[2]):
+        return args
+    path, _, query = args[2].partition("?")
+    return (*args[:2], f"{path}?{redact_query(query)}", *args[3:])
 
 
 @contextmanager

@@ -6,8 +6,13 @@ import asyncio
 import io
 import json
 import logging
+from typing import Any
+from urllib.parse import quote, quote_plus, unquote_plus
 
-from ragline.logs import JsonFormatter, bind_log_ids, log_ids
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragline.logs import JsonFormatter, RedactSecrets, bind_log_ids, log_ids
 
 
 def _logger() -> tuple[logging.Logger, io.StringIO]:
@@ -102,3 +107,54 @@ def test_secret_query_parameters_are_redacted_from_any_record():
     record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d',
                                ("127.0.0.1:5", "GET", "/v1/jobs/j/events?api_key=s3cr3t", "1.1", 200), None)
     assert RedactSecrets().filter(record) and "s3cr3t" not in record.getMessage()
+
+
+# --- credentials in URLs: judged by the decoded name, whatever its case or encoding ---
+
+CREDENTIAL_NAMES = ("api_key", "apikey", "key", "token", "access_token", "refresh_token", "code", "state", "password",
+                    "secret", "client_secret", "x-api-key")
+
+
+def _spelled(name: str, draw: Any) -> str:
+    """`name` in random case with random characters percent-encoded (upper or lower hex, once or twice)."""
+    out = []
+    for char in name:
+        char = char.upper() if draw(st.booleans()) else char
+        encodings = draw(st.integers(0, 2))
+        for _ in range(encodings):
+            char = "".join(f"%{b:02X}" if draw(st.booleans()) else f"%{b:02x}" for b in char.encode())
+        out.append(char)
+    return "".join(out)
+
+
+@st.composite
+def _query_with_a_secret(draw: Any) -> tuple[str, str, list[str]]:
+    name = _spelled(draw(st.sampled_from(CREDENTIAL_NAMES)), draw)
+    secret = "S3CR3T" + draw(st.text(alphabet=st.characters(codec="ascii", exclude_categories=("Cc",)), min_size=4, max_size=20))
+    value = draw(st.sampled_from([quote(secret, safe=""), quote_plus(secret, safe="/:")]))
+    before = draw(st.lists(st.sampled_from(["after=4", "limit=5", "message_id=m1", "q=what%3F"]), max_size=3))
+    after = draw(st.lists(st.sampled_from(["after=4", "mode=vector"]), max_size=2))
+    separator = draw(st.sampled_from(["&", ";"]))
+    return separator.join([*before, f"{name}={value}", *after]), value, [*before, *after]
+
+
+@given(_query_with_a_secret())
+def test_a_credential_parameter_is_redacted_whatever_the_case_and_encoding_of_its_name(drawn):
+    from ragline.logs import REDACTED, redact, redact_query
+
+    query, value, others = drawn
+    path = f"/api/v1/knowledge-bases/kb/jobs/j/events?{query}"
+    record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d', ("127.0.0.1:5", "GET", path, "1.1", 200), None)
+    assert RedactSecrets().filter(record)
+    for text in (record.getMessage(), redact(f'GET {path} HTTP/1.1'), redact_query(query)):
+        assert value not in text and unquote_plus(value) not in text and REDACTED in text
+        assert all(pair in text for pair in others)  # the rest of the query stays readable
+
+
+def test_a_percent_encoded_key_name_is_redacted_and_other_parameters_are_kept():
+    from ragline.logs import REDACTED, redact
+
+    assert redact("GET /e?api%5Fkey=k1&API%5FKEY=k2&after=4 HTTP/1.1") == f"GET /e?api%5Fkey={REDACTED}&API%5FKEY={REDACTED}&after=4 HTTP/1.1"
+    assert redact("/api/v1/mcp/oauth/callback?state=st1&code=c0de&error=") == f"/api/v1/mcp/oauth/callback?state={REDACTED}&code={REDACTED}&error="
+    assert redact("/x?api_key%3Dk3&b=2") == f"/x?{REDACTED}&b=2"  # the value hidden in an encoded name
+    assert redact("/v1/models?limit=5&message_id=m") == "/v1/models?limit=5&message_id=m"

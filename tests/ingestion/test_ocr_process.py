@@ -15,7 +15,7 @@ from ragline import defaults
 from ragline.ingestion.isolated import resident_bytes
 from ragline.ingestion.ocr import OcrEngine
 from ragline.ingestion.ocr_process import OcrProcess
-from ragline.retrieval.errors import IngestionError
+from ragline.retrieval.errors import DocumentTooLargeError, IngestionError
 from tests.ingestion.image_fixtures import screenshot_png
 
 SCREEN = ["Error E42: anemometer bearing worn", "Replace the bearing with part AB-7"]
@@ -85,5 +85,21 @@ def test_a_child_killed_mid_read_is_a_clear_error():
         with pytest.raises(IngestionError, match=r"an image \(OCR\): its parser was killed \(signal SIGKILL\)"):
             ocr.read(scan)
         assert ocr.read(screenshot_png(["After"])) == "After"
+    finally:
+        ocr.close()
+
+
+def test_an_image_that_needs_more_than_the_memory_cap_fails_with_the_reason_and_the_next_image_is_read(monkeypatch):
+    """The cap is the parse child's (ingestion/isolated.py), lowered here: the scan needs ~800 MB beyond the engine."""
+    monkeypatch.setattr(defaults, "OCR_MEMORY_BYTES", 512 * 2**20)
+    ocr = OcrProcess()
+    try:
+        with pytest.raises(DocumentTooLargeError) as refused:
+            ocr.read(large_scan())
+        assert str(refused.value) == "reading the image's text (OCR) needs more than 512 MB of memory"
+        child = ocr._child
+        child.join(10)
+        assert not child.is_alive() and child.exitcode == 0  # it answered, then gave its memory back
+        assert ocr.read(screenshot_png(SCREEN)) == "\n".join(SCREEN)  # a fresh child, under the same cap
     finally:
         ocr.close()
