@@ -27,30 +27,11 @@ five letters or more is the same word ("accur" of accurate, "accuraci" of accura
 
 Nothing passes unless the best hit reaches the threshold (the knowledge base does not hold the
 answer: the fallback); then the hits reaching half of it stay, since term overlap misses
-paraphrases. Measured with benchmarks/relevance_gate.py on the pools a turn's search returns
-(hybrid, about 10 hits) for 150 XQuAD, 150 CMRC and the 100 MuSiQue (multi-hop) questions, at
-the default threshold 0.60, before and after the joint share (and the accent folding):
-
-                             before      after
-    XQuAD gold kept          95%         95%
-    XQuAD abstains           78%         75%
-    CMRC gold kept           88%         89%
-    CMRC abstains            89%         84%
-    MuSiQue refused          29%         9%
-    MuSiQue support kept     41%         51%
-
-("abstains": the pool without its gold paragraphs, judged again: no remaining hit passes;
-"refused": a gold paragraph was among the hits, and the gate still found nothing; "support
-kept": the share of a multi-hop question's two to four gold paragraphs that pass.) A joint
-weight of 1.0 refused 6% of MuSiQue but abstained on 65% of XQuAD; four hits at 0.8, 7% and 73%;
-the folding alone, 27% and 78%. The stem variants (and "up" as a question word: "Up to what
-wind speed...") changed no rate on XQuAD or MuSiQue by more than a point (support kept 51% to
-52%, MuSiQue abstains 46% to 45%); the sample manual's table questions pass with them.
-A bridge question's first hop names only the question's subject ("the country where Buyende is
-located" against "Buyende is a town in the Eastern Region of Uganda"), so the one hit whose
-document is titled by a name the question mentions passes (named_entry): MuSiQue refused 9% to
-4%, support kept 52% to 56%, abstains 45% to 44%; XQuAD and CMRC unchanged (their articles give
-several hits one title, and then the terms decide).
+paraphrases. A bridge question's first hop names only the question's subject ("the country where
+Buyende is located" against "Buyende is a town in the Eastern Region of Uganda"), so the one hit
+whose document is titled by a name the question mentions passes (named_entry).
+What each rule keeps and stops on XQuAD, CMRC and MuSiQue is benchmarks/relevance_gate.py's to say
+(its docstring keeps the figures each rule was chosen on).
 With fewer than three hits there is no neighbourhood to weigh terms against (a base of one
 screenshot, say): every term then weighs the same, and a lone hit's similarity stands out from
 nothing, so it passes on its share of the question's terms alone.
