@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, parse_args, percentile, scripted_env, smoke_set, wait_healthy
+from harness import ROOT, parse_args, percentile, scripted_env, smoke_set, stop, wait_healthy
 
 XQUAD = ROOT.parent / "shared" / "data" / "eval" / "xquad_en"
 QUESTIONS = [
@@ -198,8 +198,7 @@ async def run(args: argparse.Namespace) -> None:
                 loaded = await measure(Phase(f"{args.busy} busy"), args, services, graph, kb.id, url, args.passages)
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
+            stop(server)
         model.stop()
         await services.aclose()
     cores = os.cpu_count() or 1

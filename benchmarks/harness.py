@@ -178,6 +178,16 @@ def scripted_env(model_base_url: str) -> dict[str, str]:
     }
 
 
+def stop(process: subprocess.Popen[bytes], grace_s: float = 30) -> None:
+    """Ask a server to stop (SIGTERM: it drains as in production), and kill it if it has not within `grace_s`."""
+    process.terminate()
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def wait_healthy(process: subprocess.Popen[bytes], url: str, timeout_s: float = 120) -> None:
     """Poll `url` until it answers 200; kill the process and raise if it exits or times out."""
     import httpx

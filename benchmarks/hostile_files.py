@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import ROOT, parse_args, rss_mb, scripted_env, tree_rss_mb, wait_healthy
+from harness import ROOT, parse_args, rss_mb, scripted_env, stop, tree_rss_mb, wait_healthy
 
 KEY = "hostile-bench-key"
 
@@ -238,11 +238,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                                 rss_mb(server.pid), sampler.children_peak))
                 print(_line(rows[-1]), flush=True)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
         if scripted is not None:
             scripted.stop()
     return rows

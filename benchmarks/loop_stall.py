@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from harness import ROOT, parse_args, percentile, scripted_env, smoke_clean, wait_healthy
+from harness import ROOT, parse_args, percentile, scripted_env, smoke_clean, stop, wait_healthy
 
 POLL_S = 0.05
 STALL_MS = 250  # issue 56's bound: no route waits longer than this while a document is stored
@@ -111,11 +111,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                 rows.append(Row(args.chunks, outcome, seconds, len(gaps), statistics.median(gaps), percentile(gaps, 99), max(gaps),
                                 sum(gap > STALL_MS for gap in gaps)))
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
         scripted.stop()
     return rows
 

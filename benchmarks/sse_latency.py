@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from harness import KEEPALIVE_S, ROOT, parse_args, percentile, scripted_env, smoke_clean, sse_frames, wait_healthy
+from harness import KEEPALIVE_S, ROOT, parse_args, percentile, scripted_env, smoke_clean, sse_frames, stop, wait_healthy
 
 from ragline.checkpoints.streams import Event, Fence, StreamEntry, StreamManager
 
@@ -184,8 +184,7 @@ def run(args: argparse.Namespace) -> None:
                     if result["intact"] < result["streams"]:
                         break
             finally:
-                server.terminate()
-                server.wait(timeout=15)
+                stop(server, grace_s=15)
     finally:
         model.stop()
         if redis is not None:

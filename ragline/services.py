@@ -22,9 +22,8 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ragline.lazy import Lazy
 from ragline.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -51,6 +50,26 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+
+class Lazy(Generic[T]):
+    """`factory`'s value, built by the first `get` (the others wait for it) and kept."""
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._factory()
+            return self._value
+
+    @property
+    def opened(self) -> T | None:
+        """The value if it was built, without building it."""
+        return self._value
 
 
 class ServicesMissingError(RuntimeError):

@@ -13,7 +13,7 @@ client: a refresh or a dropped connection resumes from the stream.
 - the graph: the pipeline, or agent mode's graph for a turn naming an agent-mode assistant; the
   run record names it (RunRecord.graph), so a takeover resumes the graph that wrote the checkpoint.
 - durable runs (Redis): the holder renews a lease; a replica that finds a running run without a
-  lease takes it over (service/takeover.py), resumes the graph from its last checkpoint and keeps appending to the
+  lease takes it over (takeover_input, below), resumes the graph from its last checkpoint and keeps appending to the
   same stream through a ResumeFilter, so the client never sees text twice.
 """
 
@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from functools import partial
 from typing import Any
@@ -34,7 +35,8 @@ from typing import Any
 from langgraph.types import Command
 
 from ragline import defaults
-from ragline.checkpoints.streams import Event, FenceLost
+from ragline.checkpoints.streams import Event, FenceLost, StreamManager
+from ragline.citations.messages import message_text
 from ragline.contracts import events
 from ragline.contracts.context import RunContext, RunHost, turn_ids
 from ragline.contracts.events import as_json
@@ -53,12 +55,12 @@ from ragline.service.assistants import Assistant
 from ragline.service.backend import Backend
 from ragline.service.heap import HeapFreezer
 from ragline.service.models import check_models
-from ragline.service.registry import Decision, RunRecord
+from ragline.service.registry import Decision, RunRecord, RunRegistry
 from ragline.service.relay import Run, StageEvents
+from ragline.service.replay import Transcript
+from ragline.service.resume import ResumeFilter
 from ragline.service.sessions import LastRequestState, Session, utcnow
-from ragline.service.settle import settle_answer
 from ragline.service.start_slots import StartSlots
-from ragline.service.takeover import NOTHING_TO_RUN, takeover_input
 from ragline.service.titles import title_new_session
 from ragline.services import Services
 
@@ -397,3 +399,75 @@ class RunManager:
         if title is not None:
             await self.backend.streams.append(record.session_id, record.message_id, as_json(events.session_title(record.turn, title)))
 
+
+# --- taking a run over: what a replica feeds a run it takes over from a dead one ---
+# The run's stream log and its thread's checkpoint say how far it got: an answer already complete
+# or stopped needs nothing; a thread whose turn is this run's goes on from exactly the checkpoint
+# found; a thread that never reached the turn restarts it from the stored request.
+
+NOTHING_TO_RUN = object()  # the graph input that means: run no graph step
+
+
+async def takeover_input(run: Run, streams: StreamManager, registry: RunRegistry) -> Any:
+    """What to feed the graph: None (continue), the request (restart), or NOTHING_TO_RUN. Sets the
+    run's transcript and resume filter, so nothing the dead replica delivered is sent twice."""
+    record = run.record
+    entries = await streams.read(record.session_id, record.message_id)
+    run.transcript = Transcript.of([entry.event for entry in entries])
+    run.resume_filter = ResumeFilter(run.transcript)
+    if run.transcript.complete:
+        run.already_complete = True
+        return NOTHING_TO_RUN
+    if run.transcript.stopped or await registry.stop_requested([record.message_id]):
+        run.context.cancel()
+        return NOTHING_TO_RUN
+    state = await threads.snapshot(run.driver.graph, record.session_id)  # the run's own graph: its pending tasks
+    turn = state.values.get("turn")
+    if turn is not None and turn.assistant_message_id == record.assistant_message_id:
+        # Finished means no task at all. `next` alone is not enough: a process killed after a
+        # node wrote its results but before the next checkpoint leaves next=() with that
+        # node's writes pending, and the turn goes on from them.
+        if not state.next and not state.tasks:
+            return NOTHING_TO_RUN
+        run.driver.config = state.config  # from exactly this checkpoint, not from a lagging "latest" pointer
+        return None
+    return {"request": run.request}
+
+
+# --- the end of a run: the saved assistant message and what its client was shown must agree ---
+# A stopped run saves the partial answer the client saw. Otherwise the thread's answer is the
+# truth: a stream that missed its tail (a crash right after the node) gets the rest, and one that
+# showed other text (an agent's superseded rounds, a generation redone on takeover) gets a
+# `replace` carrying the whole saved answer.
+
+Write = Callable[[Event], Awaitable[None]]  # appends an event to the run's log, as the run's last words
+
+
+async def settle_answer(run: Run, values: dict[str, Any] | None, graph: Any, write: Write) -> None:
+    """`values`: the thread after the turn; `graph`: the pipeline, through which edits of the thread go, whichever graph ran."""
+    record = run.record
+    shown = run.transcript
+    if run.cancelled:
+        await threads.save_answer(
+            graph,
+            record.turn,
+            query=record.query,
+            content=shown.answer,
+            references=shown.references,
+            stopped=True,
+            metadata=run.context.answer_metadata(),
+        )
+        return
+    saved = next((m for m in (values or {}).get("messages", []) if m.id == record.assistant_message_id), None)
+    if saved is None:
+        return  # the turn failed; the error event told the client
+    text = message_text(saved)
+    if text == shown.answer:
+        return
+    turn = record.turn
+    if text.startswith(shown.answer):  # the stream missed the tail (a crash right after the node)
+        await write(as_json(events.answer(turn, text[len(shown.answer) :])))
+    else:
+        replace = events.answer(turn, text)
+        replace.data = {"replace": True}
+        await write(as_json(replace))
