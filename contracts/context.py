@@ -33,8 +33,6 @@ class RunServices(Protocol):
 
     settings: Settings
 
-    async def aclose(self) -> None: ...
-
 
 class ExclusiveSink:
     """An event sink that delivers every event itself: `events.emit` then skips LangGraph's custom

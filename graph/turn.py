@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
@@ -24,9 +24,7 @@ from ragline.contracts.events import ProgressWindow, ResponseType, StreamRespons
 from ragline.contracts.request import PipelineRequest
 from ragline.contracts.state import ChatResponse
 from ragline.graph import tracing
-
-if TYPE_CHECKING:  # the graphs import begin_turn, which imports this module
-    from ragline.graph.graphs import Graph
+from ragline.graph.graphs import Graph
 
 log = logging.getLogger(__name__)
 Durability = Literal["sync", "async", "exit"]

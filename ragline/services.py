@@ -392,9 +392,8 @@ def services_in(context: Any) -> Services | None:
 
 def services_of(runtime: Any) -> Services:
     """The run's services. A host that gave none is a wiring bug, reported as such."""
-    context = getattr(runtime, "context", None)
-    services = getattr(getattr(context, "host", None), "services", None)
-    if not isinstance(services, Services):
+    services = services_in(getattr(runtime, "context", None))
+    if services is None:
         raise ServicesMissingError(
             "this run has no services: hosts pass RunContext(host=RunHost(services=Services.from_settings(...))), "
             "or compile the graph with build_graph(..., services=...)"

@@ -99,7 +99,7 @@ class HybridSearcher:
         query = await self._prepare_query(params, kbs)  # step 3
         groups = group_by_store(kbs)  # step 4
         fused, filled = await self._search_round(groups, query, pool)  # steps 6-7
-        fused = await asyncio.to_thread(self._drop_negative_faq, fused, params.query, kbs)
+        fused = await self._drop_negative_faq(fused, params.query, kbs)
         if kbs[0].type == KnowledgeBaseType.FAQ and filled:  # step 8: the primary KB is an FAQ base
             fused = await self._deepen_faq(groups, query, pool, fused, match_count, params.query)
         return await asyncio.to_thread(self._to_results, fused[:match_count])  # step 9
@@ -234,12 +234,12 @@ class HybridSearcher:
                        for (h, kb_id), s in zip(raw, scores) if s >= query.keyword_threshold]
         return out
 
-    def _drop_negative_faq(self, fused: list[Fused], query: str, kbs: list[KnowledgeBase]) -> list[Fused]:
+    async def _drop_negative_faq(self, fused: list[Fused], query: str, kbs: list[KnowledgeBase]) -> list[Fused]:
         faq_kbs = {kb.id for kb in kbs if kb.type == KnowledgeBaseType.FAQ}
         faq_ids = [f.chunk_id for f in fused if f.knowledge_base_id in faq_kbs]
         if not faq_ids:
             return fused
-        chunks = self.catalog.get_chunks(faq_ids)
+        chunks = await asyncio.to_thread(self.catalog.get_chunks, faq_ids)  # the catalog: a file or Redis
         return [f for f in fused if f.chunk_id not in chunks or not is_negative_for(query, chunks[f.chunk_id].metadata)]
 
     async def _deepen_faq(self, groups: dict[tuple[str, str], list[KnowledgeBase]], query: _Query, depth: int,
@@ -250,7 +250,7 @@ class HybridSearcher:
             if len(fused) >= match_count or not filled:
                 break
             fused, filled = await self._search_round(groups, query, deeper)
-            fused = await asyncio.to_thread(self._drop_negative_faq, fused, raw_query, [kb for members in groups.values() for kb in members])
+            fused = await self._drop_negative_faq(fused, raw_query, [kb for members in groups.values() for kb in members])
         return fused
 
     def _to_results(self, fused: list[Fused]) -> list[SearchResult]:
