@@ -31,7 +31,7 @@ from ragline.api import (
     wiki,
 )
 from ragline.api.auth import KeyRing
-from ragline.api.errors import HANDLED, handle_error
+from ragline.api.errors import HANDLED, ErrorResponses, handle_error
 from ragline.api.guards import KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
 from ragline.api.host import open_host
 from ragline.graph import tracing
@@ -135,12 +135,14 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         loopback_only = KeyRing.from_settings(settings).dev_mode and is_loopback_host(settings.host)
     limiter = open_limiter(core)  # counted in Redis when replicas share one
     measured = metrics.Metrics()
+    measured.registry.register(metrics.LimitsUncounted(limiter))
     middleware = [
         Middleware(RequestIds),
         Middleware(metrics.MeasureRequests, metrics=measured),
         Middleware(RequestLimits),
         Middleware(KeyLimits, limiter=limiter),
         *([Middleware(LoopbackOnly)] if loopback_only else []),
+        Middleware(ErrorResponses),  # innermost: a route's error is answered here, the connection kept
     ]
 
     @asynccontextmanager

@@ -9,16 +9,15 @@ from __future__ import annotations
 import logging
 
 from pydantic import ValidationError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline import plain_errors
 from ragline.models.embeddings import EmbeddingError
+from ragline.redis_clients import out_of_memory, unreachable
 from ragline.retrieval import errors as retrieval_errors
-from ragline.retrieval.redis_connect import out_of_memory
 from ragline.service.access import (
     ConflictError,
     ForbiddenError,
@@ -107,14 +106,14 @@ async def handle_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, ValidationError):
         return error_body(422, "invalid_request", validation_message(exc))
     if out_of_memory(exc):  # before the store errors that may wrap it: the cause is the full store, not the request
-        log.error("Redis refused a write at maxmemory on %s %s: %s", request.method, request.url.path, exc)
+        log.warning("Redis refused a write at maxmemory on %s %s", request.method, request.url.path)
         return error_body(507, "insufficient_storage", STORE_FULL)
+    if unreachable(exc):  # also when a store wraps it: the shared store is away, try again later
+        log.warning("Redis does not answer on %s %s: %s", request.method, request.url.path, exc)
+        return error_body(503, "unavailable", "the service's store (Redis) does not answer; try again shortly")
     for kind, status, code in _SERVICE_STATUS:
         if isinstance(exc, kind):
             return error_body(status, code, str(exc) or code)
-    if isinstance(exc, RedisConnectionError | RedisTimeoutError):  # the shared store is down: try again later
-        log.warning("Redis does not answer: %s", exc)
-        return error_body(503, "unavailable", "the service's store (Redis) does not answer; try again shortly")
     if isinstance(exc, ServiceError):
         return error_body(400, "bad_request", str(exc))
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -122,3 +121,36 @@ async def handle_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 HANDLED: tuple[type[Exception], ...] = (ApiError, HTTPException, ValidationError, ServiceError, retrieval_errors.RetrievalError, EmbeddingError, Exception)
+
+
+class ErrorResponses:
+    """Every exception a route raises before its response starts becomes `handle_error`'s answer,
+    here, inside the app.
+
+    Starlette hands an `Exception` handler's errors to its outermost middleware, which sends the
+    answer and then raises again: the server logs a traceback and drops the kept-alive connection,
+    so a client's next request after a 507 or a 503 was reset. Only a bug's 500 is logged with its
+    traceback (by `handle_error`). Once a response has started, the error is the server's to end.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if started:
+                raise
+            response = await handle_error(Request(scope, receive), exc)
+            await response(scope, receive, send)

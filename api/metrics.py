@@ -1,5 +1,5 @@
 """Prometheus metrics at /metrics: requests by route and status, their latency, runs and streams,
-and retries of remote model calls by kind and outcome.
+retries of remote model calls by kind and outcome, and keyed requests the shared limits could not count.
 
 One registry per app (tests build several apps in one process); the retry counts are the
 process's (models/retry.py keeps them: model clients know no app), read at each scrape. Route
@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline.api.openapi import doc
 from ragline.models.retry import retry_counts
+from ragline.service.key_limits import Limiter
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
@@ -46,6 +47,22 @@ class ProviderRetries(Collector):
                                      "(recovered, retried_again, gave_up)", labels=("kind", "outcome"))
         for (kind, outcome), count in sorted(retry_counts().items()):
             family.add_metric([kind, outcome], count)
+        yield family
+
+
+class LimitsUncounted(Collector):
+    """ragline_key_limits_uncounted_total{limit, reason}: keyed requests let through because the shared
+    Redis that counts the key limits did not answer in time ("timeout"), refused the write ("full")
+    or could not be reached ("unreachable")."""
+
+    def __init__(self, limiter: Limiter) -> None:
+        self.limiter = limiter
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily("ragline_key_limits_uncounted", "Keyed requests let through uncounted because "
+                                     "Redis did not count them (timeout, full, unreachable)", labels=("limit", "reason"))
+        for (limit, reason), count in sorted(self.limiter.uncounted().items()):
+            family.add_metric([limit, reason], count)
         yield family
 
 

@@ -21,6 +21,9 @@ from redis.asyncio import Redis
 
 from ragline import defaults
 from ragline.checkpoints.streams import Event, Fence, FenceLost, StreamEntry
+from ragline.contracts import events
+from ragline.contracts.state import TurnIds
+from ragline.redis_clients import out_of_memory
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,11 @@ LINGER_S = 2.0  # a stream stays in the shared XREAD this long after its last wa
 TTL_REFRESH_S = 60.0  # an append renews its stream's TTL at most this often: a log expires ttl_s after its last event, give or take this
 TTL_TRACKED_MAX = 10_000  # streams whose TTL renewal is tracked before the stale ones are forgotten
 HELD_MAX = 256  # entries the shared XREAD keeps per stream for its reader to come back for
+REFUSED_MAX = 1024  # answers whose events Redis refused, remembered so a returning reader still learns it
+STORE_FULL = ("the service's store (Redis) is full (maxmemory reached): this answer's events could not be stored, "
+              "so it ends here; an operator must free memory or raise maxmemory")
 _FENCE_LOST = "FENCE_LOST"
+REFUSED_MS = 2**63 - 1  # the ending of a refused answer sorts after any entry Redis gave it
 
 # KEYS: the stream, the lease, the run record. ARGV: holder, ttl ms, the event. (checkpoints/streams.py: Fence)
 _FENCED_XADD = f"""
@@ -98,6 +105,7 @@ class RedisStreamManager:
         self._sender: asyncio.Task[None] | None = None
         self._gathering = False  # the reader is about to start an XREAD: its positions are not fixed yet
         self._fenced_xadd = redis.register_script(_FENCED_XADD)
+        self._refused: dict[str, list[StreamEntry]] = {}  # per stream whose append Redis refused (full): its last events
 
     def key(self, session_id: str, message_id: str) -> str:
         return f"{self.prefix}:{session_id}:{message_id}"
@@ -135,6 +143,8 @@ class RedisStreamManager:
                 raise
             except Exception as exc:  # the connection, after the client's retries: every append of the batch failed
                 for pending in batch:
+                    if out_of_memory(exc):
+                        self._refuse(pending)
                     _settle(pending.future, exc)
 
     async def _send_batch(self, batch: list[_Append]) -> None:
@@ -160,7 +170,29 @@ class RedisStreamManager:
                 self._ttl_fresh_until[pending.key] = now + TTL_REFRESH_S
             if isinstance(reply, Exception) and _FENCE_LOST in str(reply):
                 reply = FenceLost(str(reply).partition(_FENCE_LOST)[2].strip())
+            if isinstance(reply, Exception) and out_of_memory(reply):
+                self._refuse(pending)
+            elif not isinstance(reply, Exception):
+                self._refused.pop(pending.key, None)  # stored again (the run taken over once Redis had room): read it
             _settle(pending.future, reply if isinstance(reply, Exception) else _text(reply))
+
+    def _refuse(self, pending: _Append) -> None:
+        """Redis refused one of this stream's events (maxmemory): its readers here get an error and
+        the end at once, from this process, since nothing more of the answer can reach Redis. (A
+        reader on another replica waits for the run's takeover once Redis has room again.)"""
+        event = json.loads(pending.fields["e"])
+        if pending.key in self._refused or event.get("response_type") == "job":  # a job's log: its job is retried, not ended
+            return
+        turn = TurnIds(session_id=str(event.get("session_id", "")), request_id=str(event.get("id", "")), user_message_id="",
+                       assistant_message_id=str(event.get("assistant_message_id", "")))
+        ending = [events.as_json(events.error(turn, STORE_FULL, code="insufficient_storage")), events.as_json(events.complete(turn))]
+        if len(self._refused) >= REFUSED_MAX:
+            del self._refused[next(iter(self._refused))]
+        self._refused[pending.key] = [StreamEntry(f"{REFUSED_MS}-{n}", ending_event) for n, ending_event in enumerate(ending, 1)]
+        log.warning("Redis is full: the events of answer %s cannot be stored; its readers here are told", pending.key)
+        for _, future in self._waiters.pop(pending.key, []):
+            if not future.done():
+                future.set_result(self._refused[pending.key])
 
     def _forget_stale_ttls(self, now: float) -> None:
         if len(self._ttl_fresh_until) > TTL_TRACKED_MAX:
@@ -181,6 +213,8 @@ class RedisStreamManager:
 
     async def wait(self, session_id: str, message_id: str, after: str | None, timeout: float) -> list[StreamEntry]:
         key, position = self.key(session_id, message_id), after or "0-0"
+        if (ending := self._refused.get(key)) is not None:
+            return [entry for entry in ending if _id_key(entry.id) > _id_key(position)]
         held = self._held.get(key)
         if held is not None and (fresh := held.after(position)) is not None:
             self._held[key] = _Held(position, fresh)  # a reader comes back from where it got to: keep only what follows

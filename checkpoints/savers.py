@@ -16,10 +16,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from ragline import defaults
 from ragline.contracts.state import checkpoint_types
-
-REDIS_MAX_CONNECTIONS = 256  # per process and client; commands queue for a connection beyond it
+from ragline.redis_clients import async_pool
 
 
 def serializer() -> JsonPlusSerializer:
@@ -52,27 +50,6 @@ def redis_serializer() -> JsonPlusSerializer:
     return message_caching_serializer(
         allowed_json_modules=[(*t.__module__.split("."), t.__name__) for t in types] + cancelled,
         allowed_msgpack_modules=[(t.__module__, t.__name__) for t in types],
-    )
-
-
-def redis_pool(url: str, *, decode_responses: bool = False) -> Any:
-    """The connection pool every Redis client of the service uses.
-
-    Blocking: under a burst of concurrent runs a command waits for a connection instead of
-    failing. Bounded socket waits, and a connection that went stale while Redis restarted is
-    replaced and the command retried with backoff.
-    """
-    from redis.asyncio import BlockingConnectionPool
-    from redis.asyncio.retry import Retry
-    from redis.backoff import ExponentialBackoff
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
-    return BlockingConnectionPool.from_url(
-        url, max_connections=REDIS_MAX_CONNECTIONS, timeout=30, decode_responses=decode_responses, health_check_interval=30,
-        socket_timeout=defaults.REDIS_SOCKET_TIMEOUT_S, socket_connect_timeout=defaults.REDIS_CONNECT_TIMEOUT_S,
-        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), defaults.REDIS_RETRIES),
-        retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )
 
 
@@ -126,7 +103,7 @@ async def redis_saver(url: str) -> AsyncIterator[BaseCheckpointSaver]:
     """langgraph-checkpoint-redis: needs Redis 8 (or Redis Stack) with the search and JSON modules."""
     from ragline.checkpoints.redis_json import OrjsonRedis
 
-    client = OrjsonRedis(connection_pool=redis_pool(url))  # orjson in JSON.SET/GET: checkpoints/redis_json.py
+    client = OrjsonRedis(connection_pool=async_pool(url))  # orjson in JSON.SET/GET: checkpoints/redis_json.py
     try:
         async with _self_healing_saver().from_conn_string(redis_client=client) as saver:
             saver.serde = redis_serializer()

@@ -51,9 +51,10 @@ def open_redis_store(url: str) -> BaseStore:
     Its sync client is thread-safe and its async calls run in a worker thread, so one store
     serves every event loop."""
     from langgraph.store.redis import RedisStore
-    from redis import Redis
 
-    store = RedisStore(Redis.from_url(url))
+    from ragline.redis_clients import sync_client
+
+    store = RedisStore(sync_client(url))
     store.setup()
     return store
 

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote_plus
 
+from ragline.redis_clients import out_of_memory, unreachable
+
 _IDS: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("ragline_log_ids", default={})  # noqa: B039 (never mutated)
 FIELDS = ("request_id", "session_id", "message_id")
 # A key in a URL (an EventSource cannot send headers) must never reach a log line: uvicorn's
@@ -88,6 +90,37 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+class StoreFaultsOnOneLine(logging.Filter):
+    """A Redis fault (full, away) is the operator's to fix, not a bug: a record that carries one
+    becomes a one-line warning, and the same line again within REPEAT_S is counted, not written.
+    saq's upkeep logged a traceback every few seconds for as long as Redis was full or paused."""
+
+    REPEAT_S = 60.0
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        super().__init__()
+        self.clock = clock
+        self._last: dict[str, tuple[float, int]] = {}  # line -> (when written, repeats not written since)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None or not (out_of_memory(exc) or unreachable(exc)):
+            return True
+        kind = "full (maxmemory)" if out_of_memory(exc) else "not answering"
+        line = f"{record.getMessage()}: Redis is {kind}: {exc}"[:500]
+        now = self.clock()
+        written, repeats = self._last.get(line, (float("-inf"), 0))
+        if now - written < self.REPEAT_S:
+            self._last[line] = (written, repeats + 1)
+            return False
+        self._last = {seen: when for seen, when in self._last.items() if now - when[0] < self.REPEAT_S}
+        self._last[line] = (now, 0)
+        record.msg, record.args = line + (f" (and {repeats} times more)" if repeats else ""), None
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def _access_arguments(args: Any) -> Any:
     """uvicorn's access record: (client, method, path with query, version, status). Its query is
     redacted whole, since in a whole line a value holding a quote or a space would end the query early."""
@@ -143,8 +176,12 @@ def configure(level: str = "info", *, json_lines: bool = True) -> None:
     handler = logging.StreamHandler()
     handler.addFilter(RedactSecrets())
     handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    for name in ("ragline", "uvicorn", "uvicorn.error"):
+    for name in ("ragline", "uvicorn", "uvicorn.error", "saq"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(level.upper())
         logger.propagate = False
+    saq = logging.getLogger("saq")  # the job queue: its warnings only (its info is a line per job); Redis faults on one line
+    saq.setLevel(max(logging.getLevelName(level.upper()), logging.WARNING))
+    if not any(isinstance(f, StoreFaultsOnOneLine) for f in saq.filters):
+        saq.addFilter(StoreFaultsOnOneLine())

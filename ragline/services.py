@@ -235,12 +235,9 @@ class Services:
         url = self.settings.redis_url
         if not url:
             return None
-        import redis
+        from ragline.redis_clients import sync_client
 
-        from ragline import defaults
-
-        return self._once("shared_redis", lambda: redis.Redis.from_url(url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT_S,
-                                                                        socket_connect_timeout=defaults.REDIS_CONNECT_TIMEOUT_S))
+        return self._once("shared_redis", lambda: sync_client(url))
 
     def redis_async(self, purpose: str, *, decode: bool = True) -> AsyncRedis:
         """An asyncio client on the shared Redis for one purpose ("runs", "limits", "jobs", "events"),
@@ -251,9 +248,9 @@ class Services:
             raise ValueError(f"Redis is needed for {purpose} but RAGLINE_REDIS_URL is not set")
         from redis.asyncio import Redis
 
-        from ragline.checkpoints.savers import redis_pool
+        from ragline.redis_clients import async_pool
 
-        return self._once(f"redis_async:{purpose}:{decode}", lambda: Redis(connection_pool=redis_pool(url, decode_responses=decode)))
+        return self._once(f"redis_async:{purpose}:{decode}", lambda: Redis(connection_pool=async_pool(url, decode_responses=decode)))
 
     # --- models ---
 

@@ -23,10 +23,11 @@ import redis
 
 from ragline import defaults
 from ragline.contracts.passages import ChunkType
+from ragline.redis_clients import out_of_memory
 from ragline.retrieval import redis_catalog_scripts as lua
 from ragline.retrieval.catalog import ChunkRecord, KeywordCorpus
 from ragline.retrieval.errors import KnowledgeBaseExistsError, RetrievalError
-from ragline.retrieval.redis_connect import connect_search, out_of_memory
+from ragline.retrieval.redis_connect import connect_search
 from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
 
 PREFIX = "ragline:cat:"

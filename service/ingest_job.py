@@ -24,6 +24,7 @@ from ragline import defaults
 from ragline.checkpoints.streams import StreamManager
 from ragline.ingestion.ids import revision_ids
 from ragline.ingestion.service import IngestionService, TextDocument
+from ragline.redis_clients import out_of_memory
 from ragline.retrieval.errors import RetrievalError
 from ragline.service.jobs import JOB_LOG, JobRecord, JobState, JobStore, job_event
 
@@ -168,10 +169,13 @@ class IngestJob:
             ingestion = await asyncio.to_thread(self._ingestion)
             with revision_ids(record.id):
                 [knowledge] = await ingestion.ingest_documents(record.knowledge_base_id, [document], record.tenant_id, progress=progress)
-        except (RetrievalError, UnicodeDecodeError) as exc:  # IngestionError and DocumentTooLargeError among them
-            return record.but(state=JobState.FAILED, error=str(exc))
-        except Exception as exc:  # a broken store or model: reported on the job, logged with its traceback here
-            log.exception("ingestion job %s failed", record.id)
+        except Exception as exc:
+            if out_of_memory(exc):  # also wrapped by a store: no record can be written either, so the queue retries the job from its upload
+                log.warning("ingestion job %s stopped: Redis is full (maxmemory); it is retried from its upload", record.id)
+                raise
+            if isinstance(exc, RetrievalError | UnicodeDecodeError):  # IngestionError and DocumentTooLargeError among them
+                return record.but(state=JobState.FAILED, error=str(exc))
+            log.exception("ingestion job %s failed", record.id)  # a broken store or model: reported on the job, its traceback here
             return record.but(state=JobState.FAILED, error=f"{type(exc).__name__}: {exc}")
         return record.but(state=JobState.DONE, phase="done", done=progress.total, total=progress.total, document=knowledge)
 

@@ -20,12 +20,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from redis.exceptions import RedisError
 
+from ragline.redis_clients import out_of_memory
+
 if TYPE_CHECKING:
     from ragline.services import Services
 
 log = logging.getLogger(__name__)
 
 STREAM_LEASE_S = 30  # a stream's slot outlives its process by at most this long
+# A limit is a guard, not the request's work: when Redis does not answer within this, the request
+# passes uncounted instead of waiting for the socket timeout (a paused Redis held every keyed route).
+LIMIT_DEADLINE_S = 0.5
+LIMIT_QUIET_S = 1.0  # after Redis failed a limit, requests pass uncounted this long before it is asked again
+UNANSWERED = object()  # Redis gave no answer: the request passes uncounted
 UNCOUNTED = ""  # the lease of a stream admitted while Redis was unreachable
 BUCKET_SWEEP_MIN = 1024  # buckets kept before the first sweep of refilled ones
 
@@ -42,6 +49,9 @@ class Limiter(Protocol):
     async def close_stream(self, key: str, lease: str) -> None: ...
 
     async def aclose(self) -> None: ...
+
+    def uncounted(self) -> dict[tuple[str, str], int]:
+        """Requests let through without being counted, by limit ("rate", "streams") and reason."""
 
 
 @dataclass
@@ -101,6 +111,9 @@ class KeyLimiter:
     async def aclose(self) -> None:
         pass
 
+    def uncounted(self) -> dict[tuple[str, str], int]:
+        return {}  # counted in this process: nothing can be unreachable
+
 
 # KEYS: the key's bucket. ARGV: rate per second, burst. Returns -1 (pass) or the seconds to wait, as a string.
 _TAKE_TOKEN = """
@@ -154,29 +167,57 @@ class RedisKeyLimiter:
         self._renew = redis.register_script(_RENEW)
         self._held: dict[str, set[str]] = {}
         self._renewer: asyncio.Task[None] | None = None
+        self.deadline_s = LIMIT_DEADLINE_S
+        self.clock = time.monotonic
+        self._uncounted: dict[tuple[str, str], int] = {}
+        self._failure: str | None = None  # why the last call failed: logged once, until Redis answers again
+        self._quiet_until = 0.0  # after a failure, requests pass uncounted without asking Redis until then
 
     async def retry_after(self, key: str) -> float | None:
         if self.rate <= 0:
             return None
-        try:
-            wait = float(await self._take(keys=[f"{self.prefix}:rate:{key}"], args=[self.rate, self.burst]))
-        except RedisError as exc:  # the limit fails open: the route answers 503 itself if it needs Redis
-            log.warning("rate limit not counted (Redis: %s)", exc)
-            return None
-        return None if wait < 0 else wait
+        wait = await self._ask("rate", self._take, keys=[f"{self.prefix}:rate:{key}"], args=[self.rate, self.burst])
+        return None if wait is UNANSWERED or float(wait) < 0 else float(wait)
 
     async def open_stream(self, key: str) -> str | None:
         lease = uuid.uuid4().hex
-        try:
-            if not await self._open(keys=[self._leases(key)], args=[self.max_streams, lease, self.lease_s]):
-                return None
-        except RedisError as exc:
-            log.warning("stream not counted (Redis: %s)", exc)
+        granted = await self._ask("streams", self._open, keys=[self._leases(key)], args=[self.max_streams, lease, self.lease_s])
+        if granted is UNANSWERED:
             return UNCOUNTED
+        if not granted:
+            return None
         self._held.setdefault(key, set()).add(lease)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.create_task(self._renew_held())
         return lease
+
+    def uncounted(self) -> dict[tuple[str, str], int]:
+        return dict(self._uncounted)
+
+    async def _ask(self, limit: str, script: Any, *, keys: list[str], args: list[Any]) -> Any:
+        """The script's answer, or UNANSWERED when Redis did not give one within the deadline (the
+        request passes, counted in `uncounted`). After a failure the next LIMIT_QUIET_S pass at
+        once: a paused Redis costs one deadline per second, not one per request."""
+        if self.clock() < self._quiet_until:
+            return self._let_through(limit, self._failure or "timeout")
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                answer = await script(keys=keys, args=args)
+        except (RedisError, TimeoutError) as exc:
+            reason = "full" if out_of_memory(exc) else "timeout" if isinstance(exc, TimeoutError) else "unreachable"
+            if self._failure is None:
+                log.warning("API key limits not counted until Redis answers again (%s: %s)", reason,
+                            exc or f"no answer within {self.deadline_s} s")
+            self._failure, self._quiet_until = reason, self.clock() + LIMIT_QUIET_S
+            return self._let_through(limit, reason)
+        if self._failure is not None:
+            self._failure = None
+            log.warning("API key limits counted again: Redis answers")
+        return answer
+
+    def _let_through(self, limit: str, reason: str) -> object:
+        self._uncounted[(limit, reason)] = self._uncounted.get((limit, reason), 0) + 1
+        return UNANSWERED
 
     async def close_stream(self, key: str, lease: str) -> None:
         held = self._held.get(key, set())
@@ -184,8 +225,9 @@ class RedisKeyLimiter:
         if not held:
             self._held.pop(key, None)
         if lease != UNCOUNTED:
-            with contextlib.suppress(RedisError):  # else the lease lapses by itself within lease_s
-                await self.redis.zrem(self._leases(key), lease)
+            with contextlib.suppress(RedisError, TimeoutError):  # else the lease lapses by itself within lease_s
+                async with asyncio.timeout(self.deadline_s):
+                    await self.redis.zrem(self._leases(key), lease)
 
     async def aclose(self) -> None:
         if self._renewer is not None:

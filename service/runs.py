@@ -46,6 +46,7 @@ from ragline.generation.input_check import validate_input
 from ragline.graph.turn import TurnDriver
 from ragline.logs import bind_log_ids
 from ragline.mcp_client.oauth import McpUser
+from ragline.redis_clients import out_of_memory
 from ragline.service import threads
 from ragline.service.access import ConflictError, InvalidRequestError, Principal
 from ragline.service.after_turn import AfterTurn
@@ -217,6 +218,7 @@ class RunManager:
         record = run.record
         bind_log_ids(session_id=record.session_id, message_id=record.message_id)  # this task's records carry them
         heartbeat = asyncio.create_task(self._heartbeat(run)) if self.backend.registry.durable else None
+        store_full = False
         try:
             run.start_slot = await self.start_slots.take()  # a burst of turns starts a few at a time
             graph_input: Any = {"request": run.request}
@@ -247,14 +249,24 @@ class RunManager:
             self._runs.pop(record.message_id, None)
             raise asyncio.CancelledError from None
         except Exception as exc:  # the driver turns graph failures into an error event; this is the rest
-            log.exception("run %s failed", record.message_id)
-            if not run.transcript.failed:
-                await self._write(run, as_json(events.error(record.turn, f"the pipeline failed: {exc}", code="internal")))
+            if out_of_memory(exc):
+                # Nothing of this run can be stored: its readers here got the error and the end from the
+                # stream manager. Its record stays running; when Redis has room again its lease has
+                # lapsed and the run is taken over from its last checkpoint, so the answer is not lost.
+                log.warning("run %s stopped: Redis is full (maxmemory), its events cannot be stored", record.message_id)
+                store_full = True
+            else:
+                log.exception("run %s failed", record.message_id)
+                if not run.transcript.failed:
+                    await self._write(run, as_json(events.error(record.turn, f"the pipeline failed: {exc}", code="internal")))
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
             if run.start_slot is not None:
                 run.start_slot.free()  # a run that ended, failed or stopped before its answer streamed
+        if store_full:
+            self._runs.pop(record.message_id, None)
+            return
         run.finishing = True
         try:
             await self._finish(run)

@@ -20,7 +20,7 @@ PACKAGE_DIR: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text(
 
 # Bottom up. The README's Layout section says the same in prose.
 TIERS: tuple[frozenset[str], ...] = (
-    frozenset({"ragline", "ragline.defaults", "ragline.settings", "ragline.logs", "ragline.plain_errors"}),  # configuration (and the namespace with its data: sample_kb/)
+    frozenset({"ragline", "ragline.defaults", "ragline.settings", "ragline.logs", "ragline.plain_errors", "ragline.redis_clients"}),  # configuration (and the namespace with its data: sample_kb/)
     frozenset({"ragline.contracts"}),  # the turn's vocabulary
     frozenset({"ragline.retrieval", "ragline.ingestion", "ragline.citations", "ragline.models", "ragline.entities",
                "ragline.memory", "ragline.web", "ragline.tabular", "ragline.mcp_client", "ragline.checkpoints",

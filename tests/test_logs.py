@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import logging
+import sys
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote_plus
 
@@ -158,3 +159,45 @@ def test_a_percent_encoded_key_name_is_redacted_and_other_parameters_are_kept():
     assert redact("/api/v1/mcp/oauth/callback?state=st1&code=c0de&error=") == f"/api/v1/mcp/oauth/callback?state={REDACTED}&code={REDACTED}&error="
     assert redact("/x?api_key%3Dk3&b=2") == f"/x?{REDACTED}&b=2"  # the value hidden in an encoded name
     assert redact("/v1/models?limit=5&message_id=m") == "/v1/models?limit=5&message_id=m"
+
+
+def _logged_with(exc: BaseException, name: str = "saq") -> logging.LogRecord:
+    try:
+        raise exc
+    except BaseException:
+        return logging.getLogger(name).makeRecord(name, logging.ERROR, __file__, 1, "Upkeep task failed unexpectedly",
+                                                  None, sys.exc_info())
+
+
+def test_a_redis_fault_is_one_warning_line_and_its_repeats_are_counted_not_written():
+    from redis.exceptions import OutOfMemoryError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    from ragline.logs import StoreFaultsOnOneLine
+
+    now = [0.0]
+    faults = StoreFaultsOnOneLine(clock=lambda: now[0])
+    first = _logged_with(RedisTimeoutError("Timeout reading from 127.0.0.1:6379"))
+    assert faults.filter(first)
+    assert first.levelno == logging.WARNING and first.exc_info is None
+    assert first.getMessage() == "Upkeep task failed unexpectedly: Redis is not answering: Timeout reading from 127.0.0.1:6379"
+    assert [faults.filter(_logged_with(RedisTimeoutError("Timeout reading from 127.0.0.1:6379"))) for _ in range(5)] == [False] * 5
+    now[0] = StoreFaultsOnOneLine.REPEAT_S
+    again = _logged_with(RedisTimeoutError("Timeout reading from 127.0.0.1:6379"))
+    assert faults.filter(again) and again.getMessage().endswith("(and 5 times more)")
+    try:  # wrapped, as a store wraps it: still the store's fault
+        try:
+            raise OutOfMemoryError("command not allowed when used memory > 'maxmemory'")
+        except OutOfMemoryError as full:
+            raise RuntimeError("could not store the job") from full
+    except RuntimeError as wrapped:
+        record = _logged_with(wrapped)
+    assert faults.filter(record) and "Redis is full (maxmemory)" in record.getMessage() and record.exc_info is None
+
+
+def test_a_bug_keeps_its_traceback():
+    from ragline.logs import StoreFaultsOnOneLine
+
+    record = _logged_with(KeyError("job"))
+    assert StoreFaultsOnOneLine().filter(record)
+    assert record.levelno == logging.ERROR and record.exc_info is not None

@@ -10,7 +10,7 @@ import pytest
 from redis.asyncio import Redis
 
 from ragline.api.app import create_app
-from ragline.service.key_limits import KeyLimiter, RedisKeyLimiter
+from ragline.service.key_limits import UNCOUNTED, KeyLimiter, RedisKeyLimiter
 from tests.api.live import ThreadServer, memory_settings, new_session
 from tests.redis_server import free_port
 from tests.scripted_model import Reply
@@ -106,6 +106,39 @@ async def test_the_limits_fail_open_while_redis_is_unreachable():
     assert lease is not None and await limiter.open_stream("k") is not None
     await limiter.close_stream("k", lease)
     await limiter.aclose()
+
+
+async def test_a_paused_redis_costs_the_limiter_its_deadline_then_nothing_until_it_answers_again(redis_server):
+    """The limiter's calls are writes (Lua): under CLIENT PAUSE WRITE they would wait the whole socket
+    timeout (10 s here). The deadline lets the request through after 0.2 s, and requests in the next
+    second pass without asking; both are counted as uncounted, and counting resumes with Redis."""
+    from ragline.redis_clients import async_pool
+
+    clock = FakeClock()
+    redis = Redis(connection_pool=async_pool(redis_server.url))
+    limiter = RedisKeyLimiter(redis, 60, 5, 1, prefix="paused-test")
+    limiter.deadline_s, limiter.clock = 0.2, clock
+    admin = Redis.from_url(redis_server.url)
+    await admin.execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+    try:
+        # far below the socket timeout: an answer at all within 5 s means the deadline held
+        assert await asyncio.wait_for(limiter.retry_after("k"), 5) is None
+        assert await asyncio.wait_for(limiter.open_stream("k"), 5) == UNCOUNTED
+        assert limiter.uncounted() == {("rate", "timeout"): 1, ("streams", "timeout"): 1}
+        asking, limiter._take = limiter._take, None  # within the quiet second Redis is not asked at all
+        assert await limiter.retry_after("k") is None
+        limiter._take = asking
+        clock.now += 2
+        assert await asyncio.wait_for(limiter.retry_after("k"), 5) is None
+        assert limiter.uncounted()[("rate", "timeout")] == 3
+    finally:
+        await admin.execute_command("CLIENT", "UNPAUSE")
+    clock.now += 2
+    assert await limiter.retry_after("k") is None
+    assert limiter.uncounted()[("rate", "timeout")] == 3  # counted in Redis again
+    await limiter.aclose()
+    await redis.aclose()
+    await admin.aclose()
 
 
 async def test_a_job_event_stream_holds_one_of_the_keys_stream_slots():

@@ -10,19 +10,16 @@ images) lands on a replica's disk.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.api.deployment import Deployment
 from tests.api.jobs import finished, ingested
-from tests.api.live import ROOT, ProcessServer, collect, types
+from tests.api.live import collect, types
 from tests.redis_server import RedisServer
 from tests.scripted_model import Reply, ScriptedModel
 
@@ -35,71 +32,6 @@ DOCUMENTS = {
 # 24 paragraphs: two dozen chunks, embedded one per call (batch size 1), slowly enough to be killed midway
 MANUAL = "\n\n".join(f"Step {i}: turn valve {i} of the Aurora pump a quarter turn and check gauge {i} reads {i * 7} kPa." * 4 for i in range(24))
 CITED = Reply(chunks=["The Borealis kettle should be descaled every month", ' <ref i', 'd="c1"', '/>', "."])
-
-
-def env_of(redis: RedisServer, scripted: ScriptedModel, data_dir: Path) -> dict[str, str]:
-    return {
-        "RAGLINE_REDIS_URL": redis.url, "RAGLINE_DATA_DIR": str(data_dir),  # checkpoints, streams, catalog, vectors: Redis
-        "RAGLINE_EMBEDDING_MODEL": "openai/scripted-embed", "RAGLINE_EMBEDDING_API_BASE": scripted.base_url,
-        "RAGLINE_EMBEDDING_API_KEY": "scripted-key", "RAGLINE_EMBEDDING_BATCH_SIZE": "1",
-        "RAGLINE_CHAT_MODEL": "openai/scripted", "RAGLINE_CHAT_API_BASE": scripted.base_url, "RAGLINE_CHAT_API_KEY": "scripted-key",
-        "RAGLINE_SERVE_RUNS_JOBS": "false",  # only the workers ingest
-        "RAGLINE_JOB_HEARTBEAT_S": "5", "RAGLINE_JOB_SWEEP_S": "1",  # 5 s: a loaded 2-core machine stalls a live worker for seconds
-        "RAGLINE_SSE_HEARTBEAT_S": "1",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
-
-
-class Worker:
-    """`python -m ragline worker` in a subprocess, its output in a log file."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.log = log
-        with open(log, "ab") as out:
-            self.process = subprocess.Popen([sys.executable, "-m", "ragline", "worker", "--log-level", "warning"], cwd=ROOT,
-                                            env={**os.environ, **env}, stdout=out, stderr=out)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-class Deployment:
-    """Everything the test started, stopped in reverse order whatever happens."""
-
-    def __init__(self, redis: RedisServer, scripted: ScriptedModel, root: Path) -> None:
-        self.redis, self.scripted, self.root = redis, scripted, root
-        self.started: list[ProcessServer | Worker] = []
-        self.data_dirs: dict[str, Path] = {}
-
-    def env(self, name: str) -> dict[str, str]:
-        data_dir = self.root / f"data-{name}"
-        data_dir.mkdir()  # empty: nothing is shared through disk
-        self.data_dirs[name] = data_dir
-        return env_of(self.redis, self.scripted, data_dir)
-
-    def replica(self, name: str) -> ProcessServer:
-        server = ProcessServer(self.env(name), log=self.root / f"{name}.log")
-        self.started.append(server)
-        return server.start(timeout=120)
-
-    def worker(self, name: str) -> Worker:
-        worker = Worker(self.env(name), self.root / f"{name}.log")
-        self.started.append(worker)
-        return worker
-
-    def stop(self) -> None:
-        for process in reversed(self.started):
-            process.stop()
 
 
 @pytest.fixture

@@ -95,3 +95,52 @@ async def test_a_job_cancelled_while_parsing_stops_the_parsing_thread(monkeypatc
     await asyncio.gather(running, return_exceptions=True)
     await asyncio.to_thread(parsed.wait, 15)
     assert seen_stop == [True]  # the parse was told to stop (before the fix it ran to its 10 s end: [False])
+
+
+class IngestionIntoFullRedis:
+    """Stores the document's chunks in a Redis that is full: the write is refused as a real one is."""
+
+    def __init__(self, redis) -> None:
+        self.redis = redis
+
+    async def ingest_documents(self, kb_id: str, documents: list, tenant_id: str, progress) -> list[Knowledge]:
+        progress(0, 3)
+        await self.redis.set("chunk:doc:1", "x" * 65536)
+        raise AssertionError("the Redis of this test must be full")
+
+
+async def test_a_job_that_meets_a_full_redis_keeps_its_upload_and_is_done_when_retried_after(redis_server):
+    """Before: the job was marked failed (a write that fails too), its upload deleted (a DEL passes
+    at maxmemory), and the queue's retry after recovery said "the uploaded data ... is gone"."""
+    import pytest
+    from redis.asyncio import Redis
+    from redis.exceptions import OutOfMemoryError
+
+    from ragline.service.jobs import RedisJobStore
+
+    redis_server.flush()
+    redis = Redis.from_url(redis_server.url)  # bytes, as the job store's client (uploads are bytes)
+    store = RedisJobStore(redis, prefix="full-test")
+    await store.save(JobRecord(id="j3", tenant_id="default", knowledge_base_id="kb", kind="text", source="s"))
+    await store.put_data("j3", b"The Aurora pump moves coolant.")
+    used = int((await redis.info("memory"))["used_memory"])
+    await redis.config_set("maxmemory-policy", "noeviction")
+    await redis.config_set("maxmemory", used + 32 * 1024)
+    try:
+        job = IngestJob(store, MemoryStreamManager(), lambda: IngestionIntoFullRedis(redis),  # type: ignore[arg-type,return-value]
+                        heartbeat_s=0.03, stall_s=600)
+        with pytest.raises(OutOfMemoryError):  # to the queue, which retries the job
+            await job.run("j3")
+        assert await store.data("j3") == b"The Aurora pump moves coolant."
+    finally:
+        await redis.config_set("maxmemory", 0)
+    retried = IngestJob(store, MemoryStreamManager(), lambda: IngestionDone(_set(asyncio.Event())),  # type: ignore[arg-type,return-value]
+                        heartbeat_s=0.03, stall_s=600)
+    final = await retried.run("j3")
+    assert final is not None and final.state == JobState.DONE and final.attempts == 2
+    await redis.aclose()
+
+
+def _set(event: asyncio.Event) -> asyncio.Event:
+    event.set()
+    return event
