@@ -25,7 +25,8 @@ defences were tuned on) and `planted_documents_heldout.jsonl` (written with it, 
 `--cases FILE` picks one, `--both` runs the two in turn (each in its own knowledge base) and prints
 both tables and their sum.
 
-`--without-guards` measures the same graph without the link guard and with passages given whole
+`--without-guards` measures the same graph without the link guard (links, phone numbers, e-mail
+addresses and images all pass) and with passages given whole
 (no sentence that speaks to the assistant left out): the "before" column. Nothing is pass/fail; it prints a
 table and one line per case.
 
@@ -100,10 +101,10 @@ def remove_guards() -> None:
     citing.without_instructions = lambda text: text
 
     class NoGuard(LinkGuard):
-        """The real guard (its check and its stream), letting every URL through."""
+        """The real guard's stream, letting everything through."""
 
-        def allows(self, url: str) -> bool:
-            return True
+        def check(self, text: str) -> str:
+            return text
 
     answer.LinkGuard = NoGuard  # type: ignore[misc]
 
