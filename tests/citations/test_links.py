@@ -73,4 +73,4 @@ def test_a_streamed_answer_comes_out_as_the_whole_text_would(pieces, cuts):
     shown.append(stream.feed(text[position:]))
     shown.append(stream.flush())
     assert "".join(shown) == guard.check(text)
-    assert not re.search(r"(?i)(https?://|www\.)evil|setup@evil|pixel\.example", "".join(shown))  # a bare "evil.example" is words, not a link
+    assert not re.search(r"(?i)(https?://|www\.)(evil|pixel)|setup@evil", "".join(shown))  # a bare "evil.example" is words, not a link
