@@ -138,7 +138,7 @@ class LinkStream:
 
     def feed(self, chunk: str) -> str:
         self.buffer += chunk
-        hold = _hold_from(self.buffer)
+        hold = _hold_from(self.buffer, contacts=self.guard.contacts)
         ready, self.buffer = self.buffer[:hold], self.buffer[hold:]
         return self.guard.check(ready)
 
@@ -147,10 +147,12 @@ class LinkStream:
         return self.guard.check(ready)
 
 
-def _hold_from(text: str) -> int:
+def _hold_from(text: str, *, contacts: bool = True) -> int:
     """Where the text that may still change stops being safe: an open Markdown link or image (with
     its "!"), a URL that runs into the end, an end that could be the start of one (`htt`, `www`),
-    or a number or word at the end that may grow into a phone number or an e-mail address."""
+    or a number or word at the end that may grow into a phone number or an e-mail address. A guard
+    of images only (`contacts` False) holds back only what may become an image: an answer without
+    sources streams as it came."""
     hold = len(text)
     bracket = text.rfind("[")
     tail = text[bracket:] if bracket >= 0 else ""
@@ -159,6 +161,8 @@ def _hold_from(text: str) -> int:
         hold = bracket - 1 if bracket > 0 and text[bracket - 1] == "!" else bracket
     if text.endswith("!"):
         hold = min(hold, len(text) - 1)  # an image's "!" before its "["
+    if not contacts:
+        return hold
     tail = _TAIL.search(text)
     if tail:
         hold = min(hold, tail.start())
