@@ -163,9 +163,9 @@ def _hold_from(text: str, *, contacts: bool = True) -> int:
         hold = min(hold, len(text) - 1)  # an image's "!" before its "["
     if not contacts:
         return hold
-    tail = _TAIL.search(text)
-    if tail:
-        hold = min(hold, tail.start())
+    growing = _TAIL.search(text)
+    if growing:
+        hold = min(hold, growing.start())
     for match in _ITEM.finditer(text):
         if match.end() == len(text) or match.start() < hold < match.end():  # never cut an item in two
             hold = min(hold, match.start())
