@@ -239,7 +239,7 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
     messages = await answer_messages(state, services_in(context))
     registry: Registry | None = None
     attributor: Attributor | None = None
-    links: LinkGuard | None = None
+    links = LinkGuard.images_only()  # no sources: still no foreign image for a client to load
     if results or state.get("rendered_contexts"):
         # emitKnowledgeReferencesEvent: the whole merge result, before the answer, citations on or off
         sources = source_chunks(results)
@@ -247,6 +247,8 @@ async def answer_turn(state: PipelineState, client: ChatClient, context: RunCont
         registry = answer_registry(request, sources, compact_protocol=client.is_local)  # a 0.5B model reads the short rules better
         messages = cited_messages(registry, messages)
         attributor = Attributor.for_answer(registry, sources, _embedder(context), state.get("rewrite_query") or request.query)
+        # the sources as the model read them (citing.py's _passage left out the sentences that speak to
+        # the assistant or the reader): a link or number only such a sentence holds cannot come back
         links = LinkGuard([*(s.content for s in sources), *(s.url for s in sources), *_user_words(messages)])
     try:
         if stream:

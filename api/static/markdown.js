@@ -103,15 +103,35 @@ function citationButtons(html, citations) {
 
 // --- inline rules (input and output are escaped HTML) ---
 
+/** The host an http(s) address leads to, without "www." ("" for anything else). */
+function hostOf(escapedHref) {
+  try {
+    const url = new URL(escapedHref.replace(/&amp;/g, "&"));
+    return /^https?:$/.test(url.protocol) ? url.hostname.replace(/^www\./, "") : "";
+  } catch {
+    return "";
+  }
+}
+
 function inline(text) {
   // Code spans and links are rendered first and parked in placeholders, so that no later rule
   // touches a code span's content or an address (an underscore in a URL is not emphasis).
   const parked = [];
   const park = (html) => `${CODE_OPEN}${parked.push(html) - 1}${CODE_CLOSE}`;
   let out = text.replace(/`([^`\n]+)`/g, (_, code) => park(`<code>${code}</code>`));
+  // A Markdown image is never loaded: its address could carry the question to its host (the
+  // service drops such images from answers; an older stored answer or a passage may still hold one).
+  // Its words stay, with the host it would have come from. Before links: "![a](u)" holds "[a](u)".
+  out = out.replace(/!\[([^\]\n]*)\]\(([^\s()]+)\)/g,
+    (_, alt, src) => park(`<span class="image-left-out">${alt ? `${alt} ` : ""}(image from ${hostOf(src) || "elsewhere"} not shown)</span>`));
   // Links only to http(s) and mailto; the address is already escaped, so it cannot leave its quotes.
-  out = out.replace(/\[([^\]\n]+)\]\(((?:https?:\/\/|mailto:)[^\s()]+)\)/g,
-    (_, label, href) => park(`<a href="${href}" target="_blank" rel="noopener noreferrer">${label}</a>`));
+  // Its host follows the label, which may say anything ("Read more"), unless the label or the
+  // answer (the service writes " (host)" after a link it keeps) already names it.
+  out = out.replace(/\[([^\]\n]+)\]\(((?:https?:\/\/|mailto:)[^\s()]+)\)/g, (match, label, href, offset, whole) => {
+    const host = hostOf(href);
+    const named = !host || label.toLowerCase().includes(host) || whole.startsWith(` (${host})`, offset + match.length);
+    return park(`<a href="${href}" target="_blank" rel="noopener noreferrer">${label}</a>${named ? "" : ` <span class="link-host">(${host})</span>`}`);
+  });
   out = out.replace(/\*\*(?=\S)([^*]*?\S)\*\*/g, "<strong>$1</strong>");
   out = out.replace(/(^|[^\w])__(?=\S)(.*?\S)__(?=[^\w]|$)/g, "$1<strong>$2</strong>");
   out = out.replace(/(^|[^*\w])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?=[^*\w]|$)/g, "$1<em>$2</em>");

@@ -6,6 +6,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ragline.citations.links import IMAGE_REMOVED
 from ragline.citations.tags import UNSUPPORTED_MARK
 from ragline.contracts.context import RunContext, RunHost
 from ragline.contracts.events import ResponseType
@@ -132,3 +133,16 @@ def test_a_local_answer_is_capped_unless_the_request_sets_its_own_limit():
     assert chat_options(unset).max_tokens is None  # a remote provider keeps its own default
     chosen = PipelineRequest(query="q", summary={"max_tokens": 2000})
     assert chat_options(chosen, local=True).max_tokens == chat_options(chosen).max_tokens == 2000
+
+
+async def test_an_answer_without_sources_loses_a_foreign_image_and_keeps_its_links(scripted_model, embedder):
+    """No passage to check links against, but a client of the OpenAI-compatible or MCP door would still
+    load a Markdown image, and its URL can carry the question to its host."""
+    scripted_model.on(lambda body: True, Reply.text("Here: ![chart](https://pixel.example/t.gif?q=my+question) and https://docs.example/a."))
+    services = Services(embedder_factory=lambda: embedder)
+    for stream in (True, False):
+        sent: list = []
+        state = {"request": PipelineRequest(query="Draw me a chart"), "turn": TurnIds("s", "r", "u", "a")}
+        update = await answer_turn(state, services.chat(), RunContext(host=RunHost(services=services, event_sink=sent.append)), stream=stream)
+        shown = "".join(e.content for e in sent if e.response_type == ResponseType.ANSWER)
+        assert shown == update["chat_response"].content == f"Here: {IMAGE_REMOVED} and https://docs.example/a."
