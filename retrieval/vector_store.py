@@ -10,6 +10,7 @@ One collection per knowledge base, and one per image model for its image vectors
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,7 +21,11 @@ from chromadb.config import Settings as ChromaSettings
 # Chroma's Rust bindings hold the GIL for a whole call, and the event loop of this process waits for
 # it: 4,579 rows upserted 1,000 at a time stalled a loop up to ~250 ms, 250 at a time ~130 ms
 # (upsert 1.0 s -> 1.2 s); a delete by metadata filter stalled it ~500 ms, by id ~50 ms.
-CHROMA_WRITE_BATCH = 250
+CHROMA_WRITE_BATCH = 100
+# Between two writes the writing thread sleeps (GIL released) this long. Without it the thread takes
+# the GIL back at once, and a request, which needs the GIL several times, waited one whole Rust call
+# for each (a convoy: /health gaps p99 ~580 ms at 4,579 rows, ~100 ms with the pause).
+CHROMA_YIELD_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -169,17 +174,26 @@ class ChromaVectorStore(ThreadedVectorStore):
         assert col is not None  # create=True always yields a collection
         for start in range(0, len(rows), CHROMA_WRITE_BATCH):
             batch = rows[start : start + CHROMA_WRITE_BATCH]
+            if start:
+                time.sleep(CHROMA_YIELD_S)
             col.upsert(
                 ids=[r.id for r in batch], embeddings=[r.embedding for r in batch],
                 metadatas=[{"chunk_id": r.chunk_id, "knowledge_id": r.knowledge_id} for r in batch],
             )
+            # A search brings the vector index up to date with what was just written. Left to itself,
+            # Chroma applied all 4,579 rows of a document at the next delete or search, in one call of
+            # ~0.5-0.7 s holding the GIL: the one long stall left in benchmarks/loop_stall.py.
+            col.query(query_embeddings=[batch[0].embedding], n_results=1, include=[])
 
     def delete_chunks_sync(self, kb_id: str, chunk_ids: list[str]) -> None:
         col = self._collection(kb_id, create=False)
-        for start in range(0, len(chunk_ids), 500):
+        for start in range(0, len(chunk_ids), CHROMA_WRITE_BATCH):
             if col is not None:  # the rows' ids first, then a delete by id: 3x faster than a delete by metadata, and short calls
-                rows = col.get(where={"chunk_id": {"$in": chunk_ids[start : start + 500]}}, include=[])["ids"]
+                if start:
+                    time.sleep(CHROMA_YIELD_S)
+                rows = col.get(where={"chunk_id": {"$in": chunk_ids[start : start + CHROMA_WRITE_BATCH]}}, include=[])["ids"]
                 if rows:
+                    time.sleep(CHROMA_YIELD_S)
                     col.delete(ids=rows)
 
     def delete_kb_sync(self, kb_id: str) -> None:
