@@ -106,6 +106,9 @@ class RedisStreamManager:
         self._gathering = False  # the reader is about to start an XREAD: its positions are not fixed yet
         self._fenced_xadd = redis.register_script(_FENCED_XADD)
         self._refused: dict[str, list[StreamEntry]] = {}  # per stream whose append Redis refused (full): its last events
+        self._refused_channel = f"{prefix}-refused"
+        self._listener: asyncio.Task[None] | None = None  # hears the refusals of other replicas, once readers wait here
+        self._notices: set[asyncio.Task[None]] = set()
 
     def key(self, session_id: str, message_id: str) -> str:
         return f"{self.prefix}:{session_id}:{message_id}"
@@ -177,22 +180,50 @@ class RedisStreamManager:
             _settle(pending.future, reply if isinstance(reply, Exception) else _text(reply))
 
     def _refuse(self, pending: _Append) -> None:
-        """Redis refused one of this stream's events (maxmemory): its readers here get an error and
-        the end at once, from this process, since nothing more of the answer can reach Redis. (A
-        reader on another replica waits for the run's takeover once Redis has room again.)"""
+        """Redis refused one of this stream's events (maxmemory): its readers get an error and the end
+        at once, since nothing more of the answer can reach Redis: here directly, on the other
+        replicas through a PUBLISH (which Redis still takes at maxmemory: it stores nothing)."""
         event = json.loads(pending.fields["e"])
         if pending.key in self._refused or event.get("response_type") == "job":  # a job's log: its job is retried, not ended
             return
         turn = TurnIds(session_id=str(event.get("session_id", "")), request_id=str(event.get("id", "")), user_message_id="",
                        assistant_message_id=str(event.get("assistant_message_id", "")))
         ending = [events.as_json(events.error(turn, STORE_FULL, code="insufficient_storage")), events.as_json(events.complete(turn))]
+        log.warning("Redis is full: the events of answer %s cannot be stored; its readers are told", pending.key)
+        self._end_readers(pending.key, ending)
+        notice = asyncio.create_task(self._tell_replicas(pending.key, ending), name="stream-refused-notice")
+        self._notices.add(notice)
+        notice.add_done_callback(self._notices.discard)
+
+    def _end_readers(self, key: str, ending: list[Event]) -> None:
         if len(self._refused) >= REFUSED_MAX:
             del self._refused[next(iter(self._refused))]
-        self._refused[pending.key] = [StreamEntry(f"{REFUSED_MS}-{n}", ending_event) for n, ending_event in enumerate(ending, 1)]
-        log.warning("Redis is full: the events of answer %s cannot be stored; its readers here are told", pending.key)
-        for _, future in self._waiters.pop(pending.key, []):
+        self._refused[key] = [StreamEntry(f"{REFUSED_MS}-{n}", event) for n, event in enumerate(ending, 1)]
+        for _, future in self._waiters.pop(key, []):
             if not future.done():
-                future.set_result(self._refused[pending.key])
+                future.set_result(self._refused[key])
+
+    async def _tell_replicas(self, key: str, ending: list[Event]) -> None:
+        with contextlib.suppress(Exception):  # Redis away altogether: the other replicas' readers wait for a takeover
+            await self.redis.publish(self._refused_channel, json.dumps({"key": key, "ending": ending, "from": self._wake_key}))
+
+    async def _hear_refusals(self) -> None:
+        """While this process has readers: the answers another replica could not store, ended here too."""
+        while True:
+            try:
+                async with self.redis.pubsub(ignore_subscribe_messages=True) as pubsub:
+                    await pubsub.subscribe(self._refused_channel)
+                    while True:
+                        message = await pubsub.get_message(timeout=defaults.STREAM_BLOCK_MS / 1000)
+                        if message is not None:
+                            notice = json.loads(message["data"])
+                            if notice.get("from") != self._wake_key and notice["key"] not in self._refused:
+                                self._end_readers(notice["key"], notice["ending"])
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("listening for refused answers failed; retrying", exc_info=True)
+                await asyncio.sleep(1.0)
 
     def _forget_stale_ttls(self, now: float) -> None:
         if len(self._ttl_fresh_until) > TTL_TRACKED_MAX:
@@ -252,6 +283,8 @@ class RedisStreamManager:
     def _ensure_reader(self) -> None:
         if self._reader is None or self._reader.done():
             self._reader = asyncio.create_task(self._read_for_waiters(), name="stream-multiplexer")
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.create_task(self._hear_refusals(), name="stream-refusals")
 
     def _positions(self) -> dict[str, str]:
         """Where the next XREAD starts, per stream: its waiters' earliest position, or — for a stream
@@ -324,6 +357,10 @@ class RedisStreamManager:
     async def aclose(self) -> None:
         if self._reader is not None:
             self._reader.cancel()
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
         if self._sender is not None:  # the appends already made go out first
             await asyncio.gather(self._sender, return_exceptions=True)
         with contextlib.suppress(Exception):

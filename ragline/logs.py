@@ -175,6 +175,7 @@ def configure(level: str = "info", *, json_lines: bool = True) -> None:
     """Route ragline's and uvicorn's records to stderr, as JSON lines or plain text."""
     handler = logging.StreamHandler()
     handler.addFilter(RedactSecrets())
+    handler.addFilter(StoreFaultsOnOneLine())  # a Redis fault logged with its traceback anywhere: one line
     handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     for name in ("ragline", "uvicorn", "uvicorn.error", "saq"):
         logger = logging.getLogger(name)

@@ -13,6 +13,7 @@ import asyncio
 import os
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ragline.commands.running import say_error
@@ -20,6 +21,8 @@ from ragline.settings import Settings
 
 if TYPE_CHECKING:
     from ragline.services import Services
+
+REDIS_WAIT_S = 2.0  # between two tries of a worker waiting for Redis to answer at start
 
 
 async def serve_jobs(settings: Settings) -> None:
@@ -33,13 +36,34 @@ async def serve_jobs(settings: Settings) -> None:
     streams = RedisStreamManager(services.redis_async("events"))  # progress events
     _store, queue, runner = redis_jobs(services, streams)
     try:
-        await queue.redis.ping()
-        await asyncio.to_thread(_ready_to_ingest, services, warm_up)
+        await _when_redis_answers(queue.redis.ping)
+        await _when_redis_answers(lambda: asyncio.to_thread(_ready_to_ingest, services, warm_up))
         await run_worker(queue, runner, settings)
     finally:
         await queue.aclose()
         await streams.aclose()
         await services.aclose()
+
+
+async def _when_redis_answers(step: Callable[[], Awaitable[object]]) -> None:
+    """`step`, again every REDIS_WAIT_S while Redis does not answer: a worker started while Redis
+    restarts or is paused waits for it (it exited with the first timeout, its jobs left to others)."""
+    from ragline.redis_clients import unreachable
+
+    waiting = False
+    while True:
+        try:
+            await step()
+            if waiting:
+                print("ragline worker: Redis answers again", file=sys.stderr, flush=True)
+            return
+        except Exception as exc:
+            if not unreachable(exc):
+                raise
+            if not waiting:
+                print(f"ragline worker: Redis does not answer ({exc}); waiting for it", file=sys.stderr, flush=True)
+                waiting = True
+        await asyncio.sleep(REDIS_WAIT_S)
 
 
 def _ready_to_ingest(services: Services, warm_up: threading.Thread | None) -> None:

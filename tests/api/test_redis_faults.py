@@ -23,7 +23,7 @@ import redis as redis_sync
 
 from ragline.api.app import create_app
 from ragline.settings import Settings
-from tests.api.live import Frame, ThreadServer, answer_of, frames, types
+from tests.api.live import Frame, ThreadServer, answer_of, collect, frames, types
 from tests.redis_server import RedisServer
 from tests.scripted_model import Reply
 
@@ -38,24 +38,29 @@ class Served:
     url: str
     admin: redis_sync.Redis
     server: RedisServer
+    replicas: list[str]  # every replica's URL (url is the first's)
 
 
 @contextmanager
-def serving(tmp_path, scripted_server, **overrides) -> Iterator[Served]:
+def serving(tmp_path, scripted_server, replicas: int = 1, **overrides) -> Iterator[Served]:
+    """`replicas` apps in this process, each with services of its own, on one new Redis."""
     server = RedisServer().start()
-    settings = Settings(**{"redis_url": server.url, "data_dir": tmp_path, "api_keys": KEYS, "rate_limit_per_minute": 0,
-                           "chat_model": "openai/scripted", "chat_api_base": scripted_server.base_url, "chat_api_key": "k",
-                           **overrides})
-    live = ThreadServer(create_app(settings)).start()
+    lives = []
+    for n in range(replicas):
+        settings = Settings(**{"redis_url": server.url, "data_dir": tmp_path / f"replica-{n}", "api_keys": KEYS,
+                               "rate_limit_per_minute": 0, "chat_model": "openai/scripted",
+                               "chat_api_base": scripted_server.base_url, "chat_api_key": "k", **overrides})
+        lives.append(ThreadServer(create_app(settings)).start())
     admin = redis_sync.Redis.from_url(server.url)
     try:
-        yield Served(live.url, admin, server)
+        yield Served(lives[0].url, admin, server, [live.url for live in lives])
     finally:
         assert server._process is not None
         server._process.send_signal(signal.SIGCONT)
         admin.execute_command("CLIENT", "UNPAUSE")
         admin.config_set("maxmemory", 0)
-        live.stop()
+        for live in lives:
+            live.stop()
         server.stop()
 
 
@@ -206,3 +211,31 @@ async def test_an_answer_streaming_when_redis_fills_ends_with_an_error_at_once(t
             assert types(got)[-2:] == ["error", "complete"], types(got)
             assert got[-2].event["data"]["code"] == "insufficient_storage" and "maxmemory" in got[-2].event["content"]
             assert len(answer_of(got)) < len("".join(f"w{i} " for i in range(400)))
+
+
+async def test_a_reader_on_another_replica_learns_at_once_that_the_answer_cannot_be_stored(tmp_path, scripted_model):
+    """The run is on replica A; a client follows it on replica B (continue-stream). A's refusal reaches
+    B through Redis' PUBLISH, which it still takes at maxmemory."""
+    scripted_model.on(lambda body: True, Reply(chunks=[f"w{i} " for i in range(400)], chunk_delay=0.05))
+    with serving(tmp_path, scripted_model, replicas=2, sse_heartbeat_s=1.0) as served:
+        a, b = served.replicas
+        async with (httpx.AsyncClient(base_url=a, headers=HEADERS, timeout=PATIENCE_S) as to_a,
+                    httpx.AsyncClient(base_url=b, headers=HEADERS, timeout=PATIENCE_S) as to_b):
+            session = (await to_a.post("/api/v1/sessions", json={})).json()["id"]
+            on_b: asyncio.Task[list[Frame]] | None = None
+            got: list[Frame] = []
+            async with asyncio.timeout(PATIENCE_S):
+                async with to_a.stream("POST", f"/api/v1/sessions/{session}/chat",
+                                       json={"query": "Tell me a long story", "rewrite_enabled": False}) as response:
+                    async for each in frames(response):
+                        got.append(each)
+                        if types(got).count("answer") == 3 and on_b is None:
+                            on_b = asyncio.create_task(collect(to_b, "GET", f"/api/v1/sessions/{session}/continue-stream",
+                                                               headers={"Last-Event-ID": each.id}))
+                            await asyncio.sleep(1.0)  # B is following: it waits for the next event
+                            _fill(served.admin)
+                assert on_b is not None
+                followed = await on_b
+            assert types(got)[-2:] == ["error", "complete"], types(got)
+            assert types(followed)[-2:] == ["error", "complete"], types(followed)
+            assert followed[-2].event["data"]["code"] == "insufficient_storage"
