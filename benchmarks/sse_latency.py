@@ -58,6 +58,9 @@ class StampedStreams(StreamManager):
     def valid_id(self, entry_id: str) -> bool:
         return self.inner.valid_id(entry_id)
 
+    async def tell(self, session_id: str, message_id: str, event: Event) -> None:
+        await self.inner.tell(session_id, message_id, event)
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 

@@ -207,8 +207,22 @@ class RedisStreamManager:
         with contextlib.suppress(Exception):  # Redis away altogether: the other replicas' readers wait for a takeover
             await self.redis.publish(self._refused_channel, json.dumps({"key": key, "ending": ending, "from": self._wake_key}))
 
+    async def tell(self, session_id: str, message_id: str, event: Event) -> None:
+        key = self.key(session_id, message_id)
+        self._show_waiters(key, event)
+        with contextlib.suppress(Exception):
+            await self.redis.publish(self._refused_channel, json.dumps({"key": key, "event": event, "from": self._wake_key}))
+
+    def _show_waiters(self, key: str, event: Event) -> None:
+        """`event` to each reader waiting on `key`, under the id it waits after: its next wait goes on
+        from where it was, since nothing was stored."""
+        for position, future in self._waiters.pop(key, []):
+            if not future.done():
+                future.set_result([StreamEntry(position, event)])
+
     async def _hear_refusals(self) -> None:
-        """While this process has readers: the answers another replica could not store, ended here too."""
+        """While this process has readers: the answers another replica could not store, ended here
+        too, and what other processes `tell` readers."""
         while True:
             try:
                 async with self.redis.pubsub(ignore_subscribe_messages=True) as pubsub:
@@ -217,7 +231,11 @@ class RedisStreamManager:
                         message = await pubsub.get_message(timeout=defaults.STREAM_BLOCK_MS / 1000)
                         if message is not None:
                             notice = json.loads(message["data"])
-                            if notice.get("from") != self._wake_key and notice["key"] not in self._refused:
+                            if notice.get("from") == self._wake_key:
+                                continue
+                            if "event" in notice:
+                                self._show_waiters(notice["key"], notice["event"])
+                            elif notice["key"] not in self._refused:
                                 self._end_readers(notice["key"], notice["ending"])
             except asyncio.CancelledError:
                 raise

@@ -65,6 +65,10 @@ class StreamManager(Protocol):
 
     def valid_id(self, entry_id: str) -> bool: ...
 
+    async def tell(self, session_id: str, message_id: str, event: Event) -> None:
+        """Show `event` to the readers waiting now, in every process, without storing it: what a
+        writer says when its store refuses the write (Redis full)."""
+
     async def aclose(self) -> None: ...
 
 
@@ -123,6 +127,9 @@ class MemoryStreamManager:
         except TimeoutError:
             return []
         return log.entries[int(after or 0) :]
+
+    async def tell(self, session_id: str, message_id: str, event: Event) -> None:
+        pass  # in one process the log is memory, and the job records files: no store here refuses a write
 
     def _sweep(self, now: float) -> None:
         if now - self._last_sweep < 60:

@@ -109,6 +109,10 @@ async def _stop(reporter: asyncio.Task[None], progress: _Progress) -> None:
         log.warning("the progress reporter of a job did not stop when cancelled; it ends at its next turn")
 
 
+STORE_FULL = ("the service's store (Redis) is full (maxmemory reached): this job's progress cannot be saved; it goes on "
+              "from its upload once an operator frees memory or raises maxmemory")
+
+
 class IngestJob:
     """Runs jobs by id against one IngestionService, publishing each change of the record."""
 
@@ -120,8 +124,15 @@ class IngestJob:
         self._ingestion = ingestion  # opens the stores on first use (in a thread: it opens Chroma)
 
     async def publish(self, record: JobRecord) -> JobRecord:
-        """Store the record and append it to the job's event log; returns what is stored (a cancel wins)."""
-        stored = await self.store.save(record)
+        """Store the record and append it to the job's event log; returns what is stored (a cancel wins).
+        When Redis is full, nothing can be stored: the job's readers are told why, and it raises."""
+        try:
+            stored = await self.store.save(record)
+        except Exception as exc:
+            if out_of_memory(exc):
+                waiting = record.but(error=STORE_FULL)
+                await self.streams.tell(JOB_LOG, record.id, job_event(waiting))
+            raise
         if stored.updated_at == record.updated_at and stored.state == record.state:
             await self.streams.append(JOB_LOG, record.id, job_event(stored))
         return stored

@@ -144,3 +144,40 @@ async def test_a_job_that_meets_a_full_redis_keeps_its_upload_and_is_done_when_r
 def _set(event: asyncio.Event) -> asyncio.Event:
     event.set()
     return event
+
+
+async def test_a_job_that_cannot_save_its_progress_tells_its_readers_why(redis_server):
+    """Before: "embedding 0 of 1,060" for minutes, no reason. The reader here follows the job from
+    another stream manager (another replica's), as a client of the job's events does."""
+    import pytest
+    from redis.asyncio import Redis
+    from redis.exceptions import OutOfMemoryError
+
+    from ragline.checkpoints.redis_streams import RedisStreamManager
+    from ragline.service.ingest_job import STORE_FULL
+    from ragline.service.jobs import JOB_LOG, RedisJobStore
+
+    redis_server.flush()
+    redis = Redis.from_url(redis_server.url)
+    store = RedisJobStore(redis, prefix="told-test")
+    await store.save(JobRecord(id="j4", tenant_id="default", knowledge_base_id="kb", kind="text", source="s"))
+    await store.put_data("j4", b"The Aurora pump moves coolant.")
+    worker_streams, replica_streams = RedisStreamManager(Redis.from_url(redis_server.url)), RedisStreamManager(Redis.from_url(redis_server.url))
+    reader = asyncio.create_task(replica_streams.wait(JOB_LOG, "j4", "0-0", 30))
+    await asyncio.sleep(0.5)  # the reader waits, and its process listens for what others tell
+    used = int((await redis.info("memory"))["used_memory"])
+    await redis.config_set("maxmemory-policy", "noeviction")
+    await redis.config_set("maxmemory", used)
+    try:
+        job = IngestJob(store, worker_streams, lambda: IngestionDone(_set(asyncio.Event())),  # type: ignore[arg-type,return-value]
+                        heartbeat_s=0.03, stall_s=600)
+        with pytest.raises(OutOfMemoryError):
+            await job.run("j4")
+        [told] = await asyncio.wait_for(reader, 10)
+    finally:
+        await redis.config_set("maxmemory", 0)
+    assert told.id == "0-0" and told.event["data"]["error"] == STORE_FULL and told.event["data"]["state"] == "running"
+    assert await store.data("j4") == b"The Aurora pump moves coolant."
+    for closing in (worker_streams, replica_streams):
+        await closing.aclose()
+    await redis.aclose()
