@@ -65,7 +65,12 @@ ANSWER = st.lists(st.sampled_from(["See ", "https://evil.example/a", "[docs](", 
 @settings(max_examples=200, deadline=None)
 def test_a_streamed_answer_comes_out_as_the_whole_text_would(pieces, cuts):
     _streamed_as_whole(LinkGuard.images_only(), pieces, cuts)  # what an answer without sources gets: images held, nothing else
-    guard = LinkGuard(SOURCES)
+    shown = _streamed_as_whole(LinkGuard(SOURCES), pieces, cuts)
+    assert not re.search(r"(?i)(https?://|www\.)(evil|pixel)|setup@evil", shown)  # a bare "evil.example" is words, not a link
+
+
+def _streamed_as_whole(guard: LinkGuard, pieces: list[str], cuts: list[int]) -> str:
+    """What the guard's stream showed of `pieces` fed in `cuts`, checked equal to its check of the whole text."""
     text = "".join(pieces)
     stream, shown, position = guard.stream(), [], 0
     for size in cuts:
@@ -74,18 +79,7 @@ def test_a_streamed_answer_comes_out_as_the_whole_text_would(pieces, cuts):
     shown.append(stream.feed(text[position:]))
     shown.append(stream.flush())
     assert "".join(shown) == guard.check(text)
-    assert not re.search(r"(?i)(https?://|www\.)(evil|pixel)|setup@evil", "".join(shown))  # a bare "evil.example" is words, not a link
-
-
-def _streamed_as_whole(guard: LinkGuard, pieces: list[str], cuts: list[int]) -> None:
-    text = "".join(pieces)
-    stream, shown, position = guard.stream(), [], 0
-    for size in cuts:
-        shown.append(stream.feed(text[position:position + size]))
-        position += size
-    shown.append(stream.feed(text[position:]))
-    shown.append(stream.flush())
-    assert "".join(shown) == guard.check(text)
+    return "".join(shown)
 
 
 def test_an_answer_without_sources_streams_words_as_they_come():
