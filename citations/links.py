@@ -47,6 +47,7 @@ _LINK_SPAN_MAX = 400  # an unclosed `[` further back than this is prose, not a l
 # The end that may still grow into an item: a phone number's groups so far ("call 0909 879 "), or
 # the last word ("setup", "setup@frost") with whatever is glued to it.
 _TAIL = re.compile(r"(?:\S*\d[\d ()+-]*|\S+)$")
+_MAY_GROW = re.compile(r"[\w.+@()-]$")  # a text ending in ">", a quote or "/" (a ref tag's end) grows no address or number
 
 
 def _normal(url: str) -> str:
@@ -148,6 +149,17 @@ class LinkStream:
 
 
 def _hold_from(text: str, *, contacts: bool = True) -> int:
+    """`_unsafe_from`, with the spaces just before a held part held too: they go out with what follows.
+    The ref-tag decoder after this guard drops the space before a tag (`minutes <ref id="c1"/>.`)
+    only when both arrive together; a space let out alone stayed in the answer ("minutes .")."""
+    hold = _unsafe_from(text, contacts=contacts)
+    if hold < len(text):
+        while hold > 0 and text[hold - 1] in " \t":
+            hold -= 1
+    return hold
+
+
+def _unsafe_from(text: str, *, contacts: bool = True) -> int:
     """Where the text that may still change stops being safe: an open Markdown link or image (with
     its "!"), a URL that runs into the end, an end that could be the start of one (`htt`, `www`),
     or a number or word at the end that may grow into a phone number or an e-mail address. A guard
@@ -163,7 +175,10 @@ def _hold_from(text: str, *, contacts: bool = True) -> int:
         hold = min(hold, len(text) - 1)  # an image's "!" before its "["
     if not contacts:
         return hold
-    growing = _TAIL.search(text)
+    opened = text.rfind("<")
+    if opened >= 0 and ">" not in text[opened:] and len(text) - opened <= _LINK_SPAN_MAX:
+        hold = min(hold, opened)  # a ref tag being written goes out whole: its words are no contact, and it is decoded whole
+    growing = _TAIL.search(text) if _MAY_GROW.search(text) else None
     if growing:
         hold = min(hold, growing.start())
     for match in _ITEM.finditer(text):

@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +87,16 @@ def test_an_answer_without_sources_streams_words_as_they_come():
     stream = LinkGuard.images_only().stream()
     assert [stream.feed(piece) for piece in ("Ber", "lin", " it is ", "![x", "](https://p.example/a.gif)", " done")] == \
         ["Ber", "lin", " it is ", "", IMAGE_REMOVED, " done"]
+
+
+@pytest.mark.parametrize("chunks", [
+    ["Up to", " three minutes", ' <ref id="c1"/>', "."],  # the tag whole in one token: its words are no address
+    ["Hold the button", " until it blinks", " <ref i", 'd="c1"', "/>", "."],  # the tag split over tokens
+])
+def test_a_ref_tag_goes_out_whole_with_the_space_before_it(chunks):
+    """The ref-tag decoder after the guard drops the space before a tag only when both arrive
+    together; split apart, Studio and the embedding streams showed "minutes ." (CI caught it)."""
+    stream = LinkGuard(["Pairing takes up to three minutes.", "Hold the button until it blinks."]).stream()
+    pieces = [stream.feed(chunk) for chunk in chunks] + [stream.flush()]
+    assert "".join(pieces) == "".join(chunks)
+    assert any(' <ref id="c1"/>' in piece for piece in pieces), pieces
