@@ -47,7 +47,7 @@ _LINK_SPAN_MAX = 400  # an unclosed `[` further back than this is prose, not a l
 # The end that may still grow into an item: a phone number's groups so far ("call 0909 879 "), or
 # the last word ("setup", "setup@frost") with whatever is glued to it.
 _TAIL = re.compile(r"(?:\S*\d[\d ()+-]*|\S+)$")
-_MAY_GROW = re.compile(r"[\w.+@()-]$")  # a text ending in ">", a quote or "/" (a ref tag's end) grows no address or number
+_CLOSED_TAG = re.compile(r"</?(?:ref|kb|web)\b[^<>]*>$", re.IGNORECASE)  # a ref tag just closed: no address grows out of it
 
 
 def _normal(url: str) -> str:
@@ -177,8 +177,8 @@ def _unsafe_from(text: str, *, contacts: bool = True) -> int:
         return hold
     opened = text.rfind("<")
     if opened >= 0 and ">" not in text[opened:] and len(text) - opened <= _LINK_SPAN_MAX:
-        hold = min(hold, opened)  # a ref tag being written goes out whole: its words are no contact, and it is decoded whole
-    growing = _TAIL.search(text) if _MAY_GROW.search(text) else None
+        hold = min(hold, opened)  # a ref tag being written goes out whole, decoded whole
+    growing = None if _CLOSED_TAG.search(text) else _TAIL.search(text)
     if growing:
         hold = min(hold, growing.start())
     for match in _ITEM.finditer(text):

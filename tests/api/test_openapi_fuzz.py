@@ -27,7 +27,10 @@ def test_no_generated_request_causes_a_server_error(scripted_server, scripted_mo
         run = subprocess.run(
             [SCHEMATHESIS, "run", f"{live.url}/api/v1/openapi.json", "--checks", "not_a_server_error",
              "--max-examples", str(MAX_EXAMPLES), "--header", "X-API-Key: fuzz-key", "--request-timeout", "30",
-             "--workers", "1", "--phases", "examples,fuzzing"],
+             "--workers", "1", "--phases", "examples,fuzzing",
+             # how well the generator hits a constrained body (the FAQ upload's), not what the server does:
+             # it failed a CI run once at random, on generation alone
+             "--suppress-health-check", "filter_too_much"],
             capture_output=True, text=True, timeout=900,
         )
     finally:

@@ -63,11 +63,14 @@ ANSWER = st.lists(st.sampled_from(["See ", "https://evil.example/a", "[docs](", 
 
 @given(ANSWER, st.lists(st.integers(1, 12), max_size=40))
 @example(["[docs](", "\n", "https://evil.example/a", ") "], [8])  # a newline after "](" still opens a link
+@example(["setup", "@", "evil"], [])  # no address without a dot in its domain: words, kept
+@example(["ps://", "(0906) ", "123 4567"], [1, 1, 10])  # a phone number goes on after a space
 @settings(max_examples=200, deadline=None)
 def test_a_streamed_answer_comes_out_as_the_whole_text_would(pieces, cuts):
     _streamed_as_whole(LinkGuard.images_only(), pieces, cuts)  # what an answer without sources gets: images held, nothing else
     shown = _streamed_as_whole(LinkGuard(SOURCES), pieces, cuts)
-    assert not re.search(r"(?i)(https?://|www\.)(evil|pixel)|setup@evil", shown)  # a bare "evil.example" is words, not a link
+    # a bare "evil.example" is words, not a link, and "setup@evil" no address (hypothesis found it in CI)
+    assert not re.search(r"(?i)(https?://|www\.)(evil|pixel)|setup@evil\.example", shown)
 
 
 def _streamed_as_whole(guard: LinkGuard, pieces: list[str], cuts: list[int]) -> str:
