@@ -27,7 +27,9 @@ REMOVED = "(link removed: it is in none of the sources)"
 PHONE_REMOVED = "(phone number removed: it is in none of the sources)"
 EMAIL_REMOVED = "(e-mail address removed: it is in none of the sources)"
 IMAGE_REMOVED = "(image removed: only this service's own images are shown)"
-_URL = re.compile(r"""(?:https?://|www\.)[^\s<>()\[\]{}"'`]+""", re.IGNORECASE)
+# A "!" just before "[" starts an image, not more of the URL: "https://a.example/x![y](...)" is a URL
+# and an image, which a renderer loads.
+_URL = re.compile(r"""(?:https?://|www\.)(?:[^\s<>()\[\]{}"'`!]|!(?!\[))+""", re.IGNORECASE)
 _MARKDOWN_LINK = re.compile(r"\[([^\[\]\n]{0,300})\]\(\s*(" + _URL.pattern + r")\s*\)", re.IGNORECASE)
 _MARKDOWN_IMAGE = re.compile(r"!\[([^\[\]\n]{0,300})\]\(\s*([^\s()]*)\s*\)")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")

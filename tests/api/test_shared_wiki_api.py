@@ -31,7 +31,8 @@ async def test_the_wiki_routes_make_no_redis_call_on_the_event_loop(
             kb = (await client.post(f"{V1}/knowledge-bases", json={"name": "wiki-routes", "wiki_enabled": True})).json()["id"]
             await client.post(f"{V1}/knowledge-bases/{kb}/documents/text", json={"title": PAIRING[0], "text": PAIRING[1]})
             started = await client.post(f"{V1}/knowledge-bases/{kb}/wiki/rebuild")
-            assert started.status_code == 202 and started.json()["state"] == "building"
+            # the scripted model writes pages fast: the rebuild the upload started may be done already
+            assert started.status_code == 202 and started.json()["state"] in {"building", "ok"}
             status = await client.get(f"{V1}/knowledge-bases/{kb}/wiki")
             assert status.status_code == 200 and status.json()["enabled"]
     finally:

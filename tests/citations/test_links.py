@@ -65,6 +65,7 @@ ANSWER = st.lists(st.sampled_from(["See ", "https://evil.example/a", "[docs](", 
 @example(["[docs](", "\n", "https://evil.example/a", ") "], [8])  # a newline after "](" still opens a link
 @example(["setup", "@", "evil"], [])  # no address without a dot in its domain: words, kept
 @example(["ps://", "(0906) ", "123 4567"], [1, 1, 10])  # a phone number goes on after a space
+@example(["https://evil.example/a", "![x](", ") "], [1])  # an image glued to a URL is an image (hypothesis found it in CI)
 @settings(max_examples=200, deadline=None)
 def test_a_streamed_answer_comes_out_as_the_whole_text_would(pieces, cuts):
     _streamed_as_whole(LinkGuard.images_only(), pieces, cuts)  # what an answer without sources gets: images held, nothing else
@@ -84,6 +85,13 @@ def _streamed_as_whole(guard: LinkGuard, pieces: list[str], cuts: list[int]) -> 
     shown.append(stream.flush())
     assert "".join(shown) == guard.check(text)
     return "".join(shown)
+
+
+def test_an_image_glued_to_a_url_goes_even_without_sources():
+    """A renderer loads `![x](...)` after a URL as an image; the URL must not swallow its "!"."""
+    text = "https://aurora.example/a![x](https://pixel.example/p.gif?q=wifi)"
+    assert LinkGuard.images_only().check(text) == "https://aurora.example/a" + IMAGE_REMOVED
+    assert LinkGuard(SOURCES).check("https://aurora.example/support/firmware!") == "https://aurora.example/support/firmware!"
 
 
 def test_an_answer_without_sources_streams_words_as_they_come():
