@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs, knowledge
-from ragline.api.auth import DEV_PRINCIPAL, key_digest
-from ragline.api.errors import ApiError, handle_error
+from ragline.api.auth import DEV_PRINCIPAL, audit, key_digest
+from ragline.api.errors import ApiError, Unauthorized, handle_error
 from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import SearchRequest
@@ -71,15 +71,18 @@ def caller(svc: HttpHost, request: Request) -> Principal:
         if scheme.lower() != "bearer" or not token.strip():
             raise DifyError(403, INVALID_AUTHORIZATION, "Invalid Authorization header format. Expected 'Bearer <api-key>' format.")
         key = token.strip()
-    principal = svc.keyring.by_digest.get(key_digest(key))
-    if principal is None:
-        raise DifyError(403, AUTHORIZATION_FAILED, "Authorization failed. Please check your API key.")
-    return principal
+    try:
+        who = svc.keyring.principal_of(key, missing="", headers=request.headers)
+    except Unauthorized as refused:  # unknown or expired: the specification's 1002 (with why, for an expired key)
+        why = "" if svc.keyring.by_digest.get(key_digest(key)) is None else f" ({refused.message})"
+        raise DifyError(403, AUTHORIZATION_FAILED, f"Authorization failed. Please check your API key.{why}") from None
+    audit(who, "dify", f"{request.method} {request.url.path}")
+    return who
 
 
 def knowledge_base(stack: Any, name_or_id: str, who: Principal) -> KnowledgeBase:
     try:
-        return stack.knowledge_bases.resolve(name_or_id.strip(), who.tenant_id)
+        return stack.knowledge_bases.resolve(name_or_id.strip(), who)
     except (KnowledgeBaseNotFoundError, KnowledgeBaseAccessError):  # another tenant's base reads as missing
         raise DifyError(404, KNOWLEDGE_NOT_FOUND, "The knowledge does not exist") from None
 

@@ -78,6 +78,7 @@ _SERVICE_STATUS: list[tuple[type[Exception], int, str]] = [
     # another tenant's knowledge base is "not found": its existence must not leak
     (retrieval_errors.KnowledgeBaseNotFoundError, 404, "not_found"),
     (retrieval_errors.KnowledgeBaseAccessError, 404, "not_found"),
+    (retrieval_errors.ReadOnlyKeyError, 403, "forbidden"),
     (retrieval_errors.KnowledgeBaseExistsError, 409, "conflict"),
     (retrieval_errors.EmbeddingModelMismatchError, 400, "bad_request"),
     (retrieval_errors.DocumentTooLargeError, 413, "payload_too_large"),

@@ -44,7 +44,7 @@ async def readable_image(svc: HttpHost, who: Principal, handle: str) -> bytes:
     stack = await svc.stack()
     kb_ids = await asyncio.to_thread(stack.catalog.kbs_referencing, handle)
     kbs = stack.catalog.get_kbs(kb_ids)
-    if not any(kb.readable_by(who.tenant_id) for kb in kbs.values()):
+    if not any(kb.readable_by(who) for kb in kbs.values()):
         raise NotFound("no such image")
     # files in embedded mode, Redis in shared mode: every replica serves what any worker stored
     data = await asyncio.to_thread(svc.core.images.store.read, handle)

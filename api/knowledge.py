@@ -42,13 +42,15 @@ from ragline.api.schemas import (
     SearchResults,
     TextDocumentIn,
 )
+from ragline.contracts.access import AccessRule
 from ragline.contracts.passages import ChunkType, SearchResult
 from ragline.retrieval.catalog import Catalog
-from ragline.retrieval.errors import IngestionError, KnowledgeBaseAccessError
+from ragline.retrieval.errors import IngestionError
+from ragline.retrieval.knowledge_base import check_writable
 from ragline.retrieval.locations import PAGE_STARTS
 from ragline.retrieval.reranking import rerank_results
 from ragline.retrieval.types import Knowledge, KnowledgeBase, KnowledgeBaseType, SearchParams
-from ragline.service.access import Principal
+from ragline.service.access import ForbiddenError, Principal
 from ragline.service.jobs import JobRecord
 from ragline.service.knowledge_access import authorize_knowledge
 
@@ -62,26 +64,29 @@ def _json(model: Any, status: int = 200) -> JSONResponse:
 
 async def authorize_search(stack: Any, who: Principal, kb_ids: list[str], knowledge_ids: list[str]) -> None:
     """A question may only search knowledge bases (and documents of them) its tenant can read."""
-    authorize_knowledge(stack, who.tenant_id, kb_ids, knowledge_ids)
+    await asyncio.to_thread(authorize_knowledge, stack, who, kb_ids, knowledge_ids)
 
 
 async def _kb(request: Request, who: Principal) -> tuple[Any, KnowledgeBase]:
     stack = await host_of(request).stack()
     # Catalog reads are blocking calls (SQLite, or Redis in shared mode): off the event loop, so a
     # slow or paused store holds this request only, not every stream of the process.
-    return stack, await asyncio.to_thread(stack.knowledge_bases.get, inputs.path(request, "kb_id"), who.tenant_id)
+    return stack, await asyncio.to_thread(stack.knowledge_bases.get, inputs.path(request, "kb_id"), who)
 
 
 def _owned(kb: KnowledgeBase, who: Principal) -> None:
-    if not kb.owned_by(who.tenant_id):
-        raise KnowledgeBaseAccessError("only the owning tenant may change this knowledge base")
+    check_writable(kb, who)
 
 
-def _document(stack: Any, kb: KnowledgeBase, knowledge_id: str) -> Knowledge:
+def _document(stack: Any, kb: KnowledgeBase, knowledge_id: str, who: Principal) -> Knowledge:
     document = stack.catalog.get_knowledge(knowledge_id)
-    if document is None or document.knowledge_base_id != kb.id:
-        raise NotFound("document not found")
+    if document is None or document.knowledge_base_id != kb.id or document.access.lets_in(who) is None:
+        raise NotFound("document not found")  # an unreadable document is as missing as none
     return document
+
+
+def _readable_documents(stack: Any, kb: KnowledgeBase, who: Principal) -> list[Knowledge]:
+    return [document for document in stack.catalog.list_knowledge(kb.id) if document.access.lets_in(who) is not None]
 
 
 # --- knowledge bases ---
@@ -92,7 +97,7 @@ async def list_knowledge_bases(request: Request) -> Response:
     svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
-    return _json(KnowledgeBaseList(items=await asyncio.to_thread(stack.knowledge_bases.list, who.tenant_id)))
+    return _json(KnowledgeBaseList(items=await asyncio.to_thread(stack.knowledge_bases.list, who)))
 
 
 @doc("Create a knowledge base", TAG, body=KnowledgeBaseCreate, response=KnowledgeBase, status=201, errors=WRITE_ERRORS)
@@ -100,6 +105,8 @@ async def create_knowledge_base(request: Request) -> Response:
     svc = host_of(request)
     who = svc.authenticate(request)
     body = await inputs.body(request, KnowledgeBaseCreate)
+    if who.read_only or who.knowledge_bases is not None:
+        raise ForbiddenError("this API key may not create knowledge bases (it is read-only, or limited to some bases)")
     stack = await svc.stack()
     kb = await asyncio.to_thread(
         stack.knowledge_bases.create, body.name, who.tenant_id, type=body.type, description=body.description, tags=body.tags,
@@ -121,7 +128,7 @@ async def update_knowledge_base(request: Request) -> Response:
     who = svc.authenticate(request)
     body = await inputs.body(request, KnowledgeBaseUpdate)
     stack = await svc.stack()
-    kb = await asyncio.to_thread(stack.knowledge_bases.update, inputs.path(request, "kb_id"), who.tenant_id, name=body.name,
+    kb = await asyncio.to_thread(stack.knowledge_bases.update, inputs.path(request, "kb_id"), who, name=body.name,
                                  description=body.description, tags=body.tags, wiki_enabled=body.wiki_enabled)
     if body.wiki_enabled is not None:  # write the pages of the documents already there, or remove them
         await svc.core.wiki.schedule(kb.id)
@@ -133,8 +140,30 @@ async def delete_knowledge_base(request: Request) -> Response:
     svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
-    await stack.knowledge_bases.delete(inputs.path(request, "kb_id"), who.tenant_id)
+    await stack.knowledge_bases.delete(inputs.path(request, "kb_id"), who)
     return Response(status_code=204)
+
+
+@doc("Who in the tenant may read a knowledge base (no users and no groups: everyone); takes effect on the next question",
+     TAG, body=AccessRule, response=KnowledgeBase, errors=WRITE_ERRORS)
+async def set_knowledge_base_access(request: Request) -> Response:
+    svc = host_of(request)
+    who = svc.authenticate(request)
+    rule = await inputs.body(request, AccessRule)
+    stack = await svc.stack()
+    return _json(await asyncio.to_thread(stack.knowledge_bases.update, inputs.path(request, "kb_id"), who, access=rule))
+
+
+@doc("Narrow who may read one document (within its knowledge base's rule); takes effect on the next question",
+     TAG, body=AccessRule, response=Knowledge, errors=WRITE_ERRORS)
+async def set_document_access(request: Request) -> Response:
+    svc = host_of(request)
+    who = svc.authenticate(request)
+    rule = await inputs.body(request, AccessRule)
+    stack, kb = await _kb(request, who)
+    _owned(kb, who)
+    document = await asyncio.to_thread(_document, stack, kb, inputs.path(request, "document_id"), who)
+    return _json(await (await svc.ingestion()).set_access(kb.id, document.id, rule, who.tenant_id))
 
 
 # --- documents ---
@@ -144,7 +173,7 @@ async def delete_knowledge_base(request: Request) -> Response:
 async def list_documents(request: Request) -> Response:
     who = host_of(request).authenticate(request)
     stack, kb = await _kb(request, who)
-    return _json(DocumentList(items=await asyncio.to_thread(stack.catalog.list_knowledge, kb.id)))
+    return _json(DocumentList(items=await asyncio.to_thread(_readable_documents, stack, kb, who)))
 
 
 async def _upload(request: Request, fields: tuple[str, ...] = ()) -> tuple[str, bytes, dict[str, str]]:
@@ -205,7 +234,7 @@ async def delete_document(request: Request) -> Response:
     who = svc.authenticate(request)
     stack, kb = await _kb(request, who)
     _owned(kb, who)
-    document = await asyncio.to_thread(_document, stack, kb, inputs.path(request, "document_id"))
+    document = await asyncio.to_thread(_document, stack, kb, inputs.path(request, "document_id"), who)
     await (await svc.ingestion()).delete_knowledge(kb.id, document.id, who.tenant_id)
     return Response(status_code=204)
 
@@ -216,7 +245,7 @@ async def reparse_document(request: Request) -> Response:
     who = svc.authenticate(request)
     stack, kb = await _kb(request, who)
     _owned(kb, who)
-    document = await asyncio.to_thread(_document, stack, kb, inputs.path(request, "document_id"))
+    document = await asyncio.to_thread(_document, stack, kb, inputs.path(request, "document_id"), who)
     return _json(await (await svc.ingestion()).reparse(kb.id, document.id, who.tenant_id))
 
 
@@ -224,12 +253,12 @@ async def reparse_document(request: Request) -> Response:
 async def list_chunks(request: Request) -> Response:
     who = host_of(request).authenticate(request)
     stack, kb = await _kb(request, who)
-    return _json(ChunkList(items=await asyncio.to_thread(document_chunks, stack, kb, inputs.path(request, "document_id"))))
+    return _json(ChunkList(items=await asyncio.to_thread(document_chunks, stack, kb, inputs.path(request, "document_id"), who)))
 
 
-def document_chunks(stack: Any, kb: KnowledgeBase, document_id: str) -> list[ChunkOut]:
-    """A document of a readable knowledge base, its chunks in order (shared with the MCP door)."""
-    document = _document(stack, kb, document_id)
+def document_chunks(stack: Any, kb: KnowledgeBase, document_id: str, who: Principal) -> list[ChunkOut]:
+    """A readable document of a readable knowledge base, its chunks in order (shared with the MCP door)."""
+    document = _document(stack, kb, document_id, who)
     return [
         ChunkOut(id=c.id, knowledge_id=c.knowledge_id, chunk_index=c.chunk_index, chunk_type=c.chunk_type.value, content=c.content,
                  parent_id=c.parent_id, pre_id=c.pre_id, next_id=c.next_id, metadata=c.metadata)
@@ -243,11 +272,11 @@ async def document_text(request: Request) -> Response:
     who = host_of(request).authenticate(request)
     query = inputs.query(request, DocumentTextQuery)
     stack, kb = await _kb(request, who)
-    return _json(await asyncio.to_thread(_document_text, stack, kb, inputs.path(request, "document_id"), query))
+    return _json(await asyncio.to_thread(_document_text, stack, kb, inputs.path(request, "document_id"), query, who))
 
 
-def _document_text(stack: Any, kb: KnowledgeBase, document_id: str, query: DocumentTextQuery) -> DocumentText:
-    document = _document(stack, kb, document_id)
+def _document_text(stack: Any, kb: KnowledgeBase, document_id: str, query: DocumentTextQuery, who: Principal) -> DocumentText:
+    document = _document(stack, kb, document_id, who)
     text = stack.catalog.source_text(document.id) or ""
     return DocumentText(knowledge_id=document.id, title=document.title, file_type=document.file_type, offset=min(query.offset, len(text)),
                         text=text[query.offset : query.offset + query.limit], total_chars=len(text),
@@ -268,11 +297,11 @@ async def list_faq(request: Request) -> Response:
     query = inputs.query(request, FAQPageQuery)
     stack, kb = await _kb(request, who)
     _faq_kb(kb)
-    return _json(await asyncio.to_thread(_faq_page, stack.catalog, kb.id, query))  # a catalog read per entry: off the loop
+    return _json(await asyncio.to_thread(_faq_page, stack.catalog, kb.id, query, who))  # a catalog read per entry: off the loop
 
 
-def _faq_page(catalog: Catalog, kb_id: str, query: FAQPageQuery) -> FAQList:
-    documents = catalog.list_knowledge(kb_id)
+def _faq_page(catalog: Catalog, kb_id: str, query: FAQPageQuery, who: Principal) -> FAQList:
+    documents = [document for document in catalog.list_knowledge(kb_id) if document.access.lets_in(who) is not None]
     start = (query.page - 1) * query.page_size
     items = []
     for document in documents[start : start + query.page_size]:
@@ -291,6 +320,7 @@ async def upsert_faq(request: Request) -> Response:
     who = svc.authenticate(request)
     body = await inputs.body(request, FAQEntriesIn)
     _, kb = await _kb(request, who)
+    _owned(kb, who)
     _faq_kb(kb)
     changed = await upsert(await svc.ingestion(), kb.id, body.entries, who.tenant_id)
     return _json(DocumentList(items=changed))
@@ -330,7 +360,7 @@ async def hybrid_search(svc: HttpHost, who: Principal, body: SearchRequest) -> l
     stack = await svc.stack()
     await authorize_search(stack, who, body.knowledge_base_ids, body.knowledge_ids)
     search = body.model_dump(exclude={"rerank_top_k", "rerank_threshold", "faq_priority_enabled", "faq_score_boost"})
-    hits = await stack.searcher.search(SearchParams(tenant_id=who.tenant_id, **search))
+    hits = await stack.searcher.search(SearchParams(tenant_id=who.tenant_id, reader=who, **search))
     if body.rerank_top_k:  # the same chain the pipeline's rerank stage runs
         hits = await rerank_results(body.query, hits, svc.core.reranker(), threshold=body.rerank_threshold, top_k=body.rerank_top_k,
                                     scoped=bool(body.knowledge_ids), faq_boost=body.faq_score_boost if body.faq_priority_enabled else None,

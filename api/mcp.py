@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from ragline import __version__, defaults
 from ragline.api import knowledge
-from ragline.api.auth import KeyRing
+from ragline.api.auth import KeyRing, audit
 from ragline.api.errors import ApiError, Unauthorized, error_body, validation_message
 from ragline.api.guards import api_key_of
 from ragline.api.host import HttpHost, host_of
@@ -158,7 +158,10 @@ def http_caller(ctx: Context) -> Caller:
 
 def stdio_principal(keyring: KeyRing, key: str | None) -> Principal:
     """The principal of `ragline mcp`: its key's tenant, or the dev principal when no key is configured."""
-    return keyring.principal_of(key, missing="API keys are configured: give ragline mcp a key (--api-key or RAGLINE_MCP_API_KEY)")
+    who = keyring.principal_of(key, missing="API keys are configured: give ragline mcp a key (--api-key or RAGLINE_MCP_API_KEY)")
+    if not keyring.dev_mode:
+        audit(who, "mcp-stdio", "start")
+    return who
 
 
 @contextmanager
@@ -178,7 +181,7 @@ def refusals() -> Iterator[None]:
 async def _resolve(caller: Caller, names: list[str]) -> list[str]:
     """Knowledge base ids of names or ids the tenant may read (else "does not exist")."""
     stack = await caller.svc.stack()
-    return list(dict.fromkeys(stack.knowledge_bases.resolve(name, caller.who.tenant_id).id for name in names))
+    return list(dict.fromkeys(stack.knowledge_bases.resolve(name, caller.who).id for name in names))
 
 
 @contextmanager
@@ -212,7 +215,7 @@ def build_server(locate: Locate) -> MCPServer:
         stack = await caller.svc.stack()
         return KnowledgeBases(knowledge_bases=[
             KnowledgeBaseInfo(id=kb.id, name=kb.name, description=kb.description, type=kb.type.value, tags=kb.tags, shared=kb.shared)
-            for kb in stack.knowledge_bases.list(caller.who.tenant_id)
+            for kb in stack.knowledge_bases.list(caller.who)
         ])
 
     @server.tool(annotations=READ_ONLY)
@@ -277,8 +280,8 @@ def build_server(locate: Locate) -> MCPServer:
         caller = locate(ctx)
         with refusals():
             stack = await caller.svc.stack()
-            kb = stack.knowledge_bases.resolve(knowledge_base, caller.who.tenant_id)
-            chunks = knowledge.document_chunks(stack, kb, document_id)
+            kb = stack.knowledge_bases.resolve(knowledge_base, caller.who)
+            chunks = knowledge.document_chunks(stack, kb, document_id, caller.who)
             document = stack.catalog.get_knowledge(document_id)
         page = chunks[offset : offset + limit]
         return DocumentPage(

@@ -119,7 +119,7 @@ def door_sessions(request: Request, svc: HttpHost) -> DoorSessions:
 async def _model_cards(svc: HttpHost, who: Principal) -> list[dict[str, Any]]:
     cards = [model_card(PIPELINE_MODEL, STARTED, "ragline", description="The default pipeline (pure chat unless ragline.request names knowledge)")]
     stack = await svc.stack()
-    for kb in sorted(stack.knowledge_bases.list(who.tenant_id), key=lambda kb: kb.name):
+    for kb in sorted(stack.knowledge_bases.list(who), key=lambda kb: kb.name):
         cards.append(model_card(f"{KB_MODEL_PREFIX}{kb.name}", int(kb.created_at.timestamp()), kb.tenant_id,
                                 knowledge_base_id=kb.id, description=kb.description))
     return [*cards, *[_assistant_card(a) for a in await _assistants(svc, who)]]

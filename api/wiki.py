@@ -17,7 +17,7 @@ from ragline.api import inputs
 from ragline.api.host import host_of
 from ragline.api.openapi import doc
 from ragline.ingestion.wiki_scheduler import WikiStatus
-from ragline.retrieval.errors import KnowledgeBaseAccessError
+from ragline.retrieval.knowledge_base import check_writable
 
 TAG = "knowledge"
 
@@ -27,7 +27,7 @@ async def wiki_status(request: Request) -> Response:
     svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
-    kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
+    kb = await asyncio.to_thread(stack.knowledge_bases.get, inputs.path(request, "kb_id"), who)
     status = await asyncio.to_thread(svc.core.wiki.status, kb.id)
     return JSONResponse(status.model_dump(mode="json"))
 
@@ -37,9 +37,8 @@ async def rebuild_wiki(request: Request) -> Response:
     svc = host_of(request)
     who = svc.authenticate(request)
     stack = await svc.stack()
-    kb = stack.knowledge_bases.get(inputs.path(request, "kb_id"), who.tenant_id)
-    if not kb.owned_by(who.tenant_id):
-        raise KnowledgeBaseAccessError("only the owning tenant may rebuild this knowledge base's wiki")
+    kb = await asyncio.to_thread(stack.knowledge_bases.get, inputs.path(request, "kb_id"), who)
+    check_writable(kb, who)
     await svc.core.wiki.schedule(kb.id)
     status = await asyncio.to_thread(svc.core.wiki.status, kb.id)
     return JSONResponse(status.model_dump(mode="json"), status_code=202)

@@ -86,6 +86,7 @@ def paragraphs(data: Path, start: int, count: int) -> list[str]:
 
 
 async def ingestion_rate(services: Any, texts: list[str]) -> float:
+    from ragline.contracts.access import Principal
     from ragline.ingestion.service import TextDocument
 
     stack = services.retrieval
@@ -93,7 +94,7 @@ async def ingestion_rate(services: Any, texts: list[str]) -> float:
     started = time.perf_counter()
     await services.ingestion.ingest_documents(kb.id, [TextDocument(text, f"p{i}", f"contention:{uuid.uuid4().hex}") for i, text in enumerate(texts)])
     elapsed = time.perf_counter() - started
-    await stack.knowledge_bases.delete(kb.id, "default")
+    await stack.knowledge_bases.delete(kb.id, Principal.operator_of("default"))
     return len(texts) / elapsed
 
 

@@ -141,6 +141,7 @@ def print_table(counts: list[int]) -> None:
 
 async def run_cases(cases_file: Path, args: argparse.Namespace, services: Any, graph: Any) -> list[int]:
     """One file's cases into their own knowledge base, each question asked and scored, the table printed."""
+    from ragline.contracts.access import Principal
     from ragline.contracts.request import PipelineRequest, SummaryConfig
     from ragline.evaluation import scoring
     from ragline.evaluation.answers import ask, warm_up
@@ -152,7 +153,7 @@ async def run_cases(cases_file: Path, args: argparse.Namespace, services: Any, g
     kb_name = KB_NAME if cases_file == CASES else f"{KB_NAME}-{cases_file.stem}"  # one set's documents are not another's distractors
     stack = services.retrieval
     try:
-        kb = stack.knowledge_bases.get_by_name(kb_name, "default")
+        kb = stack.knowledge_bases.get_by_name(kb_name, Principal.operator_of("default"))
     except KnowledgeBaseNotFoundError:
         kb = stack.knowledge_bases.create(kb_name)
     await IngestionService(stack).ingest_documents(kb.id, [TextDocument(c["document"], c["id"], f"planted:{c['id']}") for c in cases])

@@ -109,13 +109,14 @@ def corpus_files(folder: Path, only: set[str] | None = None) -> tuple[list[Path]
 
 
 async def build_kb(services: Any, files: list[Path]) -> Any:
+    from ragline.contracts.access import Principal
     from ragline.ingestion.parsers import parse_file
     from ragline.ingestion.service import IngestionService, TextDocument
     from ragline.retrieval.errors import KnowledgeBaseNotFoundError
 
     stack = services.retrieval
     try:
-        kb = stack.knowledge_bases.get_by_name(KB_NAME, "default")
+        kb = stack.knowledge_bases.get_by_name(KB_NAME, Principal.operator_of("default"))
     except KnowledgeBaseNotFoundError:
         kb = stack.knowledge_bases.create(KB_NAME, description="man pages, package documentation and PDFs of this machine")
     docs = []

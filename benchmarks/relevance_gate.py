@@ -42,6 +42,7 @@ from pathlib import Path
 from harness import parse_args, smoke_set
 
 from ragline import defaults
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import SearchResult
 from ragline.retrieval.relevance import relevance_scores
 
@@ -62,7 +63,7 @@ async def pools(data: Path, questions: int, seed: int) -> list[tuple[str, list[S
     rows = []
     for question in sample_questions(qa, questions, seed):
         targets = [SearchTarget(knowledge_base_id=kb.id)]
-        hits = await search_targets(services.retrieval, question.text, options.tenant, targets, TargetSearch(relevance_gate=False))
+        hits = await search_targets(services.retrieval, question.text, Principal.operator_of(options.tenant), targets, TargetSearch(relevance_gate=False))
         rows.append((question.text, hits, [beir_id_of.get(hit.knowledge_id, "") for hit in hits], set(question.gold_docs)))
     return rows
 

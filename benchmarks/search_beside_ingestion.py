@@ -41,6 +41,7 @@ def _read(path: Path) -> list[dict]:
 async def main(data: Path, paragraphs: int, searches: int, slice_size: int) -> None:
     os.environ["RAGLINE_DATA_DIR"] = tempfile.mkdtemp(prefix="ragline-beside-")
     from ragline import defaults
+    from ragline.contracts.access import Principal
     from ragline.contracts.passages import SearchTarget
     from ragline.ingestion.sample import ensure_sample_kb
     from ragline.ingestion.service import TextDocument
@@ -58,7 +59,7 @@ async def main(data: Path, paragraphs: int, searches: int, slice_size: int) -> N
     async def search() -> float:
         query = next(questions)
         started = time.perf_counter()
-        await search_targets(stack, query, "default", [SearchTarget(knowledge_base_id=sample.id)])
+        await search_targets(stack, query, Principal.operator_of("default"), [SearchTarget(knowledge_base_id=sample.id)])
         return time.perf_counter() - started
 
     idle = [await search() for _ in range(searches)]

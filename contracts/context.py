@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from pydantic import InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 
+from ragline.contracts.access import Principal
 from ragline.contracts.request import AgentConfig
 from ragline.contracts.state import TurnIds
 from ragline.contracts.thread_messages import ASSISTANT_ID, ASSISTANT_VERSION
@@ -76,6 +77,8 @@ class RunContext:
     assistant_message_id: str = field(default="", metadata={"description": "Id of the assistant message; generated when empty."})
     tenant_id: str = field(default="default", metadata={"description": "Tenant whose knowledge bases may be searched."})
     user_id: str = field(default="default", metadata={"description": "User asking (with the tenant: whose long-term memories are recalled)."})
+    groups: tuple[str, ...] = field(default=(), metadata={"description": "The user's groups: documents restricted to one of them are readable."})
+    key_knowledge_bases: tuple[str, ...] | None = field(default=None, metadata={"description": "The knowledge bases the caller's key is limited to (unset: any the user may read)."})
     agent: AgentConfig | None = field(default=None, metadata={"description": "Defaults for every request setting (the seed's agent configuration); a request's explicit values win."})
     assistant_id: str = field(default="", metadata={"description": "The stored assistant whose configuration `agent` is (service/assistants.py); recorded on the answer."})
     assistant_version: int = field(default=0, metadata={"description": "The version of that assistant; recorded on the answer."})
@@ -83,6 +86,11 @@ class RunContext:
     approval_tools: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the tools whose calls wait for the user's approval (nodes/agent/approval.py); an MCP server's name: each of its tools."})
     agent_mcp_servers: tuple[str, ...] = field(default=(), metadata={"description": "Agent mode: the MCP servers (of settings agent_mcp_servers) whose tools the agent may call."})
     host: SkipJsonSchema[InstanceOf[RunHost]] = field(default_factory=RunHost, repr=False, metadata={"description": "What the code hosting the run hands its stages (not JSON: left out of Studio's form)."})
+
+    def principal(self) -> Principal:
+        """Who the run reads knowledge for (contracts/access.py decides what that is)."""
+        scope = frozenset(self.key_knowledge_bases) if self.key_knowledge_bases is not None else None
+        return Principal(self.tenant_id, self.user_id, frozenset(self.groups), scope)
 
     def answer_metadata(self) -> dict[str, Any]:
         """What the answer's message records of the run: the assistant (and version) it ran with."""

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragline.contracts.access import Principal
 from ragline.contracts.events import ResponseType, StreamResponse
 from ragline.evaluation import scoring
 from ragline.evaluation.retrieval import WHOLE_DOCUMENT, BeirSet, doc_text, doc_title, load_beir
@@ -142,7 +143,7 @@ async def ensure_kb(services: Services, qa: QASet, options: AnswerEvalOptions, *
     chunking = chunking_for(options.chunk_size)
     name = kb_name(qa, chunking, services.settings.embedding_model, excluded)
     try:
-        kb = stack.knowledge_bases.get_by_name(name, options.tenant)
+        kb = stack.knowledge_bases.get_by_name(name, Principal.operator_of(options.tenant))
     except KnowledgeBaseNotFoundError:
         description = f"answer evaluation of {qa.name}" + (f" without {len(excluded)} gold paragraph(s)" if excluded else "")
         kb = stack.knowledge_bases.create(name, tenant_id=options.tenant, chunking=chunking, tags=["eval"], description=description)

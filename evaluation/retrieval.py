@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import SearchResult
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.config import RetrievalConfig
@@ -126,5 +127,5 @@ async def evaluate(data_dir: Path, embedder: Embedder, *, max_queries: int | Non
             report.metrics = {mode: score_run(runs[mode], beir.qrels) for mode in MODES}
         finally:
             if stack.config.redis_url:
-                await stack.knowledge_bases.delete(kb.id)
+                await stack.knowledge_bases.delete(kb.id, Principal.operator_of(kb.tenant_id))
     return report

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragline.contracts.access import Principal
 from ragline.ingestion.parsers import parse_file
 from ragline.ingestion.service import IngestionService, Progress, TextDocument
 from ragline.retrieval.errors import KnowledgeBaseNotFoundError
@@ -34,7 +35,7 @@ async def ensure_sample_kb(stack: RetrievalStack, tenant_id: str = "default",
                            progress: Progress | None = None) -> KnowledgeBase:
     """Create the `sample` knowledge base if missing and (re-)ingest any changed sample file."""
     try:
-        kb = stack.knowledge_bases.get_by_name(SAMPLE_KB_NAME, tenant_id)
+        kb = stack.knowledge_bases.get_by_name(SAMPLE_KB_NAME, Principal.operator_of(tenant_id))
     except KnowledgeBaseNotFoundError:
         kb = stack.knowledge_bases.create(SAMPLE_KB_NAME, tenant_id=tenant_id, tags=["sample"],
                                           description="Aurora Home Weather Station manual (fictional product)")

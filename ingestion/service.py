@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.access import AccessRule, Principal
 from ragline.contracts.passages import ChunkType
 from ragline.entities.extraction import extract_document_graph
 from ragline.entities.store import GraphStore
@@ -58,6 +59,7 @@ class TextDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     images: list[ExtractedImage] = field(default_factory=list)  # read into image_ocr / image_caption chunks
     images_skipped: int = 0
+    access: AccessRule | None = None  # who may read it; None keeps the stored document's rule (open when new)
 
     @classmethod
     def parsed(cls, parsed: ParsedDocument, title: str, source: str) -> TextDocument:
@@ -168,7 +170,8 @@ class IngestionService:
         return self._graph_store
 
     def _kb(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
-        kb = self.stack.knowledge_bases.get(kb_id, tenant_id)
+        """The base a job writes to: its door checked the caller (key, access, read-only) before queueing it."""
+        kb = self.stack.knowledge_bases.get(kb_id, Principal.operator_of(tenant_id))
         if not kb.owned_by(tenant_id):
             raise KnowledgeBaseAccessError(f"tenant {tenant_id} does not own knowledge base {kb.name}")
         return kb
@@ -208,13 +211,16 @@ class IngestionService:
             if doc.images and self.images:  # the images' text is part of the document: new images or reader, new chunks
                 digest = content_hash(doc.text + "".join(i.sha256 for i in doc.images), f"{settings}\n{self.images.signature}")
             existing = await asyncio.to_thread(self.catalog.find_knowledge, kb.id, doc.source) if doc.source else None
+            access = doc.access if doc.access is not None else (existing.access if existing else AccessRule())
             if existing is not None and existing.content_hash == digest:
+                if existing.access != access:  # same text, another rule: the rule changes, nothing is embedded again
+                    existing = await asyncio.to_thread(self.stack.catalog.set_knowledge_access, existing.id, access) or existing
                 out.append(existing)
                 continue
             knowledge = Knowledge(
                 id=existing.id if existing else new_id(), knowledge_base_id=kb.id, tenant_id=tenant_id,
                 title=document_title(doc.title, doc.source), source=doc.source or f"text:{uuid.uuid4().hex}",
-                file_type=doc.file_type, content_hash=digest, metadata=doc.metadata,
+                file_type=doc.file_type, content_hash=digest, metadata=doc.metadata, access=access,
             )
             chunks = await asyncio.to_thread(_bounded_chunks, doc, kb, knowledge)  # CPU work: off the event loop
             _flag_instructions(knowledge, await asyncio.to_thread(first_instruction, doc.text))
@@ -358,6 +364,21 @@ class IngestionService:
             await asyncio.to_thread(release_images, self.images.store, [knowledge_id])
         await asyncio.to_thread(self.catalog.delete_knowledge, kb.id, [knowledge_id])
         await self._changed(kb, [knowledge])
+
+    async def set_access(self, kb_id: str, knowledge_id: str, rule: AccessRule, tenant_id: str = "default") -> Knowledge:
+        """A document's new rule, from the next search on. The wiki pages written from it go at once
+        (a page is read by who may read all its documents; the old rule made it), and the wiki is
+        rebuilt: its pages come back under the rules as they are now."""
+        kb = await asyncio.to_thread(self._kb, kb_id, tenant_id)
+        changed = await asyncio.to_thread(self.catalog.set_knowledge_access, knowledge_id, rule)
+        if changed is None or changed.knowledge_base_id != kb.id:
+            raise IngestionError(f"document {knowledge_id} is not in knowledge base {kb.name}")
+        pages = [d for d in await asyncio.to_thread(self.catalog.list_knowledge, kb.id)
+                 if is_wiki_document(d) and knowledge_id in (d.metadata.get("sources") or [])]
+        for page in pages:
+            await self.delete_knowledge(kb.id, page.id, tenant_id)
+        await self._changed(kb, [changed])
+        return changed
 
     async def reparse(self, kb_id: str, knowledge_id: str, tenant_id: str = "default",
                       progress: Progress | None = None) -> Knowledge:

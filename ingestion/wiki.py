@@ -129,7 +129,7 @@ def inputs_hash(documents: Sequence[Knowledge], model: str) -> str:
     """Documents (id, content, title), the prompt and the model: when none moved, the page stands."""
     template = prompts.get("generate_summary", WIKI_PROMPT)
     material = [model, template.text("system"), template.text("user"), page_title(documents)]
-    material += [f"{d.id}:{d.content_hash}" for d in documents]
+    material += [f"{d.id}:{d.content_hash}:{d.access.model_dump_json()}" for d in documents]  # a changed rule: the page again
     material += [str(defaults.WIKI_PAGE_INPUT_TOKENS)]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()
 
@@ -170,12 +170,18 @@ class WikiBuilder:
         self.chat = chat
 
     async def plan(self, kb: KnowledgeBase) -> list[PagePlan]:
+        """Pages by topic, within one access rule: a page is read by exactly who may read each of its
+        documents, so documents with different rules never share a page."""
         documents = sorted((d for d in self.catalog.list_knowledge(kb.id) if not is_wiki_document(d)), key=lambda d: d.id)
         if not documents:
             return []
         profiles = [f"{d.title}\n{self._text(d)[: defaults.WIKI_PROFILE_CHARS]}" for d in documents]
         vectors = await self.stack.embedders.for_kb(kb).embed_passages(profiles)
-        clusters = cluster_by_topic(vectors, defaults.WIKI_TOPIC_SIMILARITY, defaults.WIKI_TOPIC_MAX_DOCUMENTS)
+        by_rule: dict[str, list[int]] = {}
+        for i, document in enumerate(documents):
+            by_rule.setdefault(document.access.model_dump_json(), []).append(i)
+        clusters = [[members[i] for i in cluster] for members in by_rule.values()
+                    for cluster in cluster_by_topic([vectors[i] for i in members], defaults.WIKI_TOPIC_SIMILARITY, defaults.WIKI_TOPIC_MAX_DOCUMENTS)]
         plans = []
         for cluster in clusters[: defaults.WIKI_MAX_PAGES]:
             members = tuple(documents[i] for i in cluster)
@@ -229,11 +235,26 @@ class WikiBuilder:
             title=plan.title, source=plan.source, file_type=WIKI_FILE_TYPE, content_hash=plan.inputs_hash,
             metadata={"wiki": True, "sources": sources, "source_hashes": {d.id: d.content_hash for d in plan.documents},
                       "model": self.chat.model},
+            access=plan.documents[0].access,  # the plan's documents share one rule
         )
         chunk, embedded = page_chunk(kb.id, knowledge, text, sources)
         knowledge.metadata["slug"] = chunk.metadata["slug"]
-        await self.ingestion.write(kb, [PreparedDocument(knowledge, [chunk], [(chunk.id, chunk.id, embedded)], text)], before_commit=fence)
+
+        async def still_planned() -> None:
+            if fence is not None:
+                await fence()
+            await asyncio.to_thread(self._same_rules, plan)
+
+        await self.ingestion.write(kb, [PreparedDocument(knowledge, [chunk], [(chunk.id, chunk.id, embedded)], text)],
+                                   before_commit=still_planned)
         return knowledge
+
+    def _same_rules(self, plan: PagePlan) -> None:
+        """A rule changed while the page was written (the change removed the pages of its document and
+        scheduled the next rebuild): a page under the old rule must not be written after it."""
+        now = self.catalog.get_knowledge_many(d.id for d in plan.documents)
+        if any(d.id not in now or now[d.id].access != d.access for d in plan.documents):
+            raise WikiError(f"the access of a document of {plan.title!r} changed while its page was written: page not written")
 
     async def _bounded_inputs(self, documents: Sequence[Knowledge]) -> list[tuple[str, str]]:
         """Each document's text cut to an even share of WIKI_PAGE_INPUT_TOKENS."""

@@ -69,7 +69,7 @@ async def _with_kb_ids(request: PipelineRequest, context: RunContext) -> Pipelin
         found: dict[str, str] = {}
         for name in names:
             try:
-                found[name] = knowledge_bases.get_by_name(name, context.tenant_id).id
+                found[name] = knowledge_bases.get_by_name(name, context.principal()).id
             except RetrievalError:  # not a name: perhaps an id of another shape
                 pass
         return found

@@ -63,7 +63,7 @@ async def chunk_search(state: PipelineState, runtime: Runtime[RunContext]) -> di
     results: list[SearchResult] = []
     if targets:
         try:
-            results = await search_targets(services.retrieval, query, context.tenant_id, targets, target_search(request))
+            results = await search_targets(services.retrieval, query, context.principal(), targets, target_search(request))
         except (RetrievalError, EmbeddingError) as exc:  # EmbeddingError: the question cannot be embedded (retries spent)
             web.cancel()
             # a missing or forbidden knowledge base means a wrong request; anything else, a failing store

@@ -39,7 +39,7 @@ async def entity_search(state: PipelineState, runtime: Runtime[RunContext]) -> d
         targets = state.get("search_targets") or await asyncio.to_thread(resolve_targets, request, catalog) or []
         scope = await asyncio.to_thread(DocumentScope.of, targets, catalog, kb_ids)  # the catalog: a file or Redis
         store = await asyncio.to_thread(lambda: services.graph_store)
-        match, results = await search_entity_graph(store, catalog, scope, entities, context.tenant_id)
+        match, results = await search_entity_graph(store, catalog, scope, entities, context.principal())
     except (GraphStoreError, TimeoutError) as exc:
         log.warning("entity_search failed: %s", exc)
         return {}

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from ragline import defaults
 from ragline.citations.plain import plain_text
+from ragline.contracts.access import Principal
 from ragline.contracts.context import RunContext, RunHost
 from ragline.contracts.passages import SearchResult
 from ragline.contracts.request import PipelineRequest
@@ -59,6 +60,8 @@ class RaglineRetriever(BaseRetriever):
     services: InstanceOf[Services]  # the composition root (a dataclass pydantic must not look into)
     knowledge_bases: Sequence[str] = Field(description="Knowledge bases to search, by name or id.")
     tenant_id: str = "default"
+    user_id: str = Field("default", description="Who reads: restricted documents are searched only when their rule lets this user in.")
+    groups: Sequence[str] = Field((), description="The user's groups.")
     top_k: int = Field(defaults.DEFAULT_RERANK_TOP_K, ge=1, le=200)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
@@ -68,8 +71,8 @@ class RaglineRetriever(BaseRetriever):
         return await self._search(query)
 
     async def _search(self, query: str) -> list[Document]:
-        hits = await search_passages(self.services.retrieval, self.services.reranker(), query, self.knowledge_bases, self.tenant_id,
-                                     top_k=self.top_k)
+        hits = await search_passages(self.services.retrieval, self.services.reranker(), query, self.knowledge_bases,
+                                     Principal(self.tenant_id, self.user_id, frozenset(self.groups)), top_k=self.top_k)
         return [passage_document(hit) for hit in hits]
 
 
@@ -91,9 +94,11 @@ def passage_document(hit: SearchResult) -> Document:
 
 
 def search_tool(services: Services, *, knowledge_bases: Sequence[str], name: str = "search_knowledge_base",
-                description: str | None = None, tenant_id: str = "default", top_k: int = defaults.DEFAULT_RERANK_TOP_K) -> BaseTool:
+                description: str | None = None, tenant_id: str = "default", user_id: str = "default", groups: Sequence[str] = (),
+                top_k: int = defaults.DEFAULT_RERANK_TOP_K) -> BaseTool:
     """The retriever as a tool: passages for the agent to read and cite itself."""
-    retriever = RaglineRetriever(services=services, knowledge_bases=knowledge_bases, tenant_id=tenant_id, top_k=top_k)
+    retriever = RaglineRetriever(services=services, knowledge_bases=knowledge_bases, tenant_id=tenant_id, user_id=user_id,
+                                 groups=groups, top_k=top_k)
     return create_retriever_tool(
         retriever, name, description or "Search the knowledge base; returns the passages that match the query.",
         response_format="content_and_artifact",
@@ -105,7 +110,8 @@ class AskInput(BaseModel):
 
 
 def ragline_tool(services: Services, *, knowledge_bases: Sequence[str] = (), name: str = "ask_knowledge_base",
-                 description: str | None = None, tenant_id: str = "default", **settings: Any) -> BaseTool:
+                 description: str | None = None, tenant_id: str = "default", user_id: str = "default", groups: Sequence[str] = (),
+                 **settings: Any) -> BaseTool:
     """A tool that answers a question from the knowledge bases through the whole pipeline.
     `settings` are further request settings (PipelineRequest fields) for every call."""
     graph = build_graph("ragline", checkpointer=False, services=services)
@@ -114,7 +120,8 @@ def ragline_tool(services: Services, *, knowledge_bases: Sequence[str] = (), nam
     async def ask(query: str, config: RunnableConfig) -> tuple[str, dict[str, Any]]:
         request = template.model_copy(update={"query": query})
         try:
-            state = await graph.ainvoke({"request": request}, config, context=RunContext(tenant_id=tenant_id, host=RunHost(services=services)))
+            state = await graph.ainvoke({"request": request}, config, context=RunContext(tenant_id=tenant_id, user_id=user_id, groups=tuple(groups),
+                                                                                   host=RunHost(services=services)))
         except TurnFailed as failed:  # a refused question, an unknown knowledge base, a failing store: the model is told
             state = {"error": failed.error}
         return tool_answer(state)

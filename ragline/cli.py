@@ -25,12 +25,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ragline.commands import ask, assistants, kb, mcp, memory, serve, worker
+    from ragline.commands import access, ask, assistants, kb, mcp, memory, serve, worker
 
     parser = _Parser(prog="ragline", description="Knowledge question answering as a LangGraph graph.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ask.register(sub)
     kb.register(sub)
+    access.register(sub)
     memory.register(sub)
     assistants.register(sub)
     serve.register(sub)

@@ -166,6 +166,9 @@ class JsonFormatter(logging.Formatter):
             **_IDS.get(),
             **trace_ids(),
         }
+        audit = getattr(record, "audit", None)
+        if isinstance(audit, dict):  # a key's use (api/auth.py): its fields on the line
+            entry.update(audit)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)

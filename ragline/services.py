@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ragline.contracts.access import Principal
 from ragline.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -137,12 +138,12 @@ class Services:
         file alone, without opening the stores and models (seconds), so a command given a wrong name
         says so at once."""
         if self.is_open("retrieval") or self.retrieval_factory is not None or self.settings.redis_url:
-            return self.retrieval.knowledge_bases.resolve(name_or_id, tenant_id)
+            return self.retrieval.knowledge_bases.resolve(name_or_id, Principal.operator_of(tenant_id))
         from ragline.retrieval.catalog import SqliteCatalog
         from ragline.retrieval.knowledge_base import KnowledgeBaseService
 
         catalog = self._once("catalog_file", lambda: SqliteCatalog(self.settings.data_dir / "catalog.sqlite"))
-        return KnowledgeBaseService(catalog, {}, embedding_model="").resolve(name_or_id, tenant_id)
+        return KnowledgeBaseService(catalog, {}, embedding_model="").resolve(name_or_id, Principal.operator_of(tenant_id))
 
     def _with_kb_hooks(self, stack: RetrievalStack) -> RetrievalStack:
         stack.knowledge_bases.on_delete.append(lambda kb_id: self.wiki.forget(kb_id))  # a deleted base's wiki status goes too

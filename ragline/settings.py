@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -169,7 +169,7 @@ class Settings(BaseSettings, RetrievalFields):
     checkpointer: Literal["memory", "sqlite", "redis"] | None = Field(None, description="Where runs are checkpointed; default: redis when redis_url is set, else sqlite under data_dir.")
     stream_manager: Literal["memory", "redis"] | None = Field(None, description="Where run events are kept for SSE resume; default: redis with the redis checkpointer, else in-process.")
     durability: Literal["sync", "async", "exit"] = Field("sync", description="LangGraph checkpoint durability; sync survives a hard crash mid-run.")
-    api_keys: dict[str, str] | None = Field(None, description='API key -> tenant (or "tenant/user") as JSON, e.g. {"k1": "acme"}; none configured = dev mode, one tenant "default".')
+    api_keys: dict[str, str | dict[str, Any]] | None = Field(None, description='API key -> tenant, "tenant/user", or an object (tenant, user, groups, knowledge_bases, read_only, expires_at, name, assert_user; api/auth.py KeySpec) as JSON, e.g. {"k1": "acme"}; none configured = dev mode, one tenant "default".')
     api_keys_file: Path | None = Field(None, description="A JSON file of API keys in the same shape as api_keys.")
     allowed_models: list[str] = Field(default_factory=list, description='Models a request may name besides the configured ones (chat, query understanding, rerank), e.g. ["openai/gpt-4o-mini"]; a request can never name another.')
     tenant_models: dict[str, list[str]] = Field(default_factory=dict, description='Per-tenant allow lists replacing allowed_models for that tenant, as JSON: {"acme": ["openai/gpt-4o"]}.')

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ragline.contracts.access import AccessRule
 from ragline.contracts.passages import ChunkType
 from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
 
@@ -25,7 +26,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knowledge_bases (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL,
     body TEXT NOT NULL, revision INTEGER NOT NULL DEFAULT 0, UNIQUE (tenant_id, name));
 CREATE TABLE IF NOT EXISTS knowledge (id TEXT PRIMARY KEY, kb_id TEXT NOT NULL, source TEXT NOT NULL,
-    body TEXT NOT NULL, source_text TEXT NOT NULL DEFAULT '');
+    body TEXT NOT NULL, source_text TEXT NOT NULL DEFAULT '', access TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS knowledge_by_source ON knowledge (kb_id, source);
 CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, kb_id TEXT NOT NULL, knowledge_id TEXT NOT NULL,
     chunk_index INTEGER NOT NULL, chunk_type TEXT NOT NULL, content TEXT NOT NULL, parent_id TEXT,
@@ -33,6 +34,13 @@ CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, kb_id TEXT NOT NULL, kno
 CREATE INDEX IF NOT EXISTS chunks_by_knowledge ON chunks (knowledge_id);
 CREATE INDEX IF NOT EXISTS chunks_by_kb ON chunks (kb_id, indexed);
 """
+# A search reads the restricted documents of its bases on every question: an index of only those.
+_RESTRICTED_INDEX = "CREATE INDEX IF NOT EXISTS knowledge_restricted ON knowledge (kb_id) WHERE access != ''"
+
+
+def access_json(rule: AccessRule) -> str:
+    """A restricted rule as stored beside its document; '' for an open one (not indexed)."""
+    return rule.model_dump_json() if rule.restricted else ""
 
 
 @dataclass
@@ -93,6 +101,8 @@ class Catalog(Protocol):
     def list_knowledge(self, kb_id: str) -> list[Knowledge]: ...
     def source_text(self, knowledge_id: str) -> str | None: ...
     def chunk_ids_of(self, knowledge_ids: Iterable[str]) -> list[str]: ...
+    def restricted_documents(self, kb_ids: list[str]) -> dict[str, AccessRule]: ...
+    def set_knowledge_access(self, knowledge_id: str, rule: AccessRule) -> Knowledge | None: ...
     def replace_documents(self, kb_id: str, docs: list[tuple[Knowledge, list[ChunkRecord], str]]) -> None: ...
     def delete_knowledge(self, kb_id: str, knowledge_ids: list[str]) -> None: ...
     def get_chunks(self, ids: Iterable[str]) -> dict[str, ChunkRecord]: ...
@@ -112,6 +122,9 @@ class SqliteCatalog:
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(_SCHEMA)
+        if "access" not in {row[1] for row in self._conn.execute("PRAGMA table_info(knowledge)")}:  # a catalog from before access rules
+            self._conn.execute("ALTER TABLE knowledge ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+        self._conn.execute(_RESTRICTED_INDEX)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -205,6 +218,21 @@ class SqliteCatalog:
             out.extend(r["id"] for r in rows)
         return out
 
+    def restricted_documents(self, kb_ids: list[str]) -> dict[str, AccessRule]:
+        marks = ",".join("?" * len(kb_ids))
+        rows = self._query(f"SELECT id, access FROM knowledge WHERE kb_id IN ({marks}) AND access != ''", kb_ids) if kb_ids else []
+        return {row["id"]: AccessRule.model_validate_json(row["access"]) for row in rows}
+
+    def set_knowledge_access(self, knowledge_id: str, rule: AccessRule) -> Knowledge | None:
+        with self._tx() as db:
+            row = db.execute("SELECT body FROM knowledge WHERE id=?", (knowledge_id,)).fetchone()
+            if row is None:
+                return None
+            knowledge = Knowledge.model_validate_json(row["body"])
+            knowledge.access = rule
+            db.execute("UPDATE knowledge SET body=?, access=? WHERE id=?", (knowledge.model_dump_json(), access_json(rule), knowledge_id))
+        return knowledge
+
     def replace_documents(self, kb_id: str, docs: list[tuple[Knowledge, list[ChunkRecord], str]]) -> None:
         """Swap in new chunks for each (document, chunks, source text) in one transaction."""
         with self._tx() as db:
@@ -212,8 +240,9 @@ class SqliteCatalog:
                 db.execute("DELETE FROM chunks WHERE knowledge_id=?", (knowledge.id,))
                 knowledge.chunk_count = sum(1 for c in chunks if c.indexed)
                 knowledge.updated_at = utcnow()
-                db.execute("INSERT OR REPLACE INTO knowledge VALUES (?, ?, ?, ?, ?)",
-                           (knowledge.id, kb_id, knowledge.source, knowledge.model_dump_json(), source_text))
+                db.execute("INSERT OR REPLACE INTO knowledge (id, kb_id, source, body, source_text, access) VALUES (?, ?, ?, ?, ?, ?)",
+                           (knowledge.id, kb_id, knowledge.source, knowledge.model_dump_json(), source_text,
+                            access_json(knowledge.access)))
                 db.executemany(
                     "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(c.id, kb_id, knowledge.id, c.chunk_index, c.chunk_type.value, c.content, c.parent_id, c.pre_id,

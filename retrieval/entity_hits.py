@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from ragline import defaults
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import SearchResult
 from ragline.entities.store import GraphStore
 from ragline.entities.types import GraphMatch, Namespace
@@ -49,7 +50,7 @@ def _graph_facts(match: GraphMatch) -> tuple[list[str], dict[str, list[str]], di
     return list(dict.fromkeys(order)), entities, relations
 
 
-def graph_results(match: GraphMatch, catalog: Catalog, scope: DocumentScope, tenant_id: str,
+def graph_results(match: GraphMatch, catalog: Catalog, scope: DocumentScope, who: Principal,
                   limit: int = defaults.ENTITY_SEARCH_MAX_RESULTS) -> list[SearchResult]:
     """The matched chunks as SearchResults (score 0), checked against the catalog and the scope."""
     order, entities, relations = _graph_facts(match)
@@ -62,7 +63,7 @@ def graph_results(match: GraphMatch, catalog: Catalog, scope: DocumentScope, ten
         if chunk is None or not scope.allows(chunk.knowledge_base_id, chunk.knowledge_id):
             continue
         kb, document = kbs.get(chunk.knowledge_base_id), documents.get(chunk.knowledge_id)
-        if kb is None or document is None or not kb.readable_by(tenant_id):
+        if kb is None or document is None or not kb.readable_by(who) or document.access.lets_in(who) is None:
             continue
         results.append(SearchResult(
             id=chunk.id, content=chunk.content, score=0.0, knowledge_id=chunk.knowledge_id,
@@ -78,11 +79,26 @@ def graph_results(match: GraphMatch, catalog: Catalog, scope: DocumentScope, ten
 
 
 async def search_entity_graph(store: GraphStore, catalog: Catalog, scope: DocumentScope, entities: list[str],
-                              tenant_id: str) -> tuple[GraphMatch, list[SearchResult]]:
+                              who: Principal) -> tuple[GraphMatch, list[SearchResult]]:
     """The graph's match for `entities` in `scope` and the chunks behind it. Raises TimeoutError
     past ENTITY_SEARCH_TIMEOUT_S, and the store's GraphStoreError."""
     try:
         match = await asyncio.wait_for(store.search(namespaces_of(scope), entities), defaults.ENTITY_SEARCH_TIMEOUT_S)
     except TimeoutError as exc:
         raise TimeoutError(f"the entity graph did not answer within {defaults.ENTITY_SEARCH_TIMEOUT_S:g} s") from exc
-    return match, await asyncio.to_thread(graph_results, match, catalog, scope, tenant_id)
+    readable = await asyncio.to_thread(_readable_match, match, catalog, who)
+    return readable, await asyncio.to_thread(graph_results, readable, catalog, scope, who)
+
+
+def _readable_match(match: GraphMatch, catalog: Catalog, who: Principal) -> GraphMatch:
+    """The nodes and relations extracted from documents `who` may read: an entity is seen only
+    through passages its reader may see."""
+    documents = catalog.get_knowledge_many({n.knowledge_id for n in match.nodes} | {r.knowledge_id for r in match.relations})
+    kbs = catalog.get_kbs(sorted({d.knowledge_base_id for d in documents.values()}))
+
+    def readable(knowledge_id: str) -> bool:
+        document = documents.get(knowledge_id)
+        kb = kbs.get(document.knowledge_base_id) if document else None
+        return kb is not None and document is not None and kb.readable_by(who) and document.access.lets_in(who) is not None
+
+    return GraphMatch([n for n in match.nodes if readable(n.knowledge_id)], [r for r in match.relations if readable(r.knowledge_id)])

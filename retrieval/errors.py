@@ -15,6 +15,10 @@ class KnowledgeBaseAccessError(RetrievalError):
     """The tenant neither owns the knowledge base nor has it shared (seed: authorizeKBAccess)."""
 
 
+class ReadOnlyKeyError(RetrievalError):
+    """A knowledge write with a read-only API key (HTTP 403)."""
+
+
 class KnowledgeBaseExistsError(RetrievalError):
     pass
 

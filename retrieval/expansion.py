@@ -23,6 +23,7 @@ from typing import Protocol
 import jieba
 
 from ragline import defaults
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import SearchResult
 from ragline.retrieval.tokenizer import STOPWORDS, ensure_jieba, split_scripts, tokenize
 from ragline.retrieval.types import KnowledgeBase, KnowledgeBaseType, SearchParams
@@ -33,7 +34,7 @@ class Searcher(Protocol):
 
     async def search(self, params: SearchParams) -> list[SearchResult]: ...
 
-    def authorize(self, kb_ids: list[str], tenant_id: str) -> list[KnowledgeBase]: ...
+    def authorize(self, kb_ids: list[str], who: Principal) -> list[KnowledgeBase]: ...
 
 
 # Question words carry no topic. They stay in the BM25 index's tokens (changing its stop list
@@ -144,7 +145,7 @@ def _keyword_searchable(searcher: Searcher, params: SearchParams) -> bool:
     """Keyword search is on for this target and at least one of its KBs has a keyword index."""
     if params.disable_keyword:
         return False
-    kbs = searcher.authorize(params.knowledge_base_ids, params.tenant_id)
+    kbs = searcher.authorize(params.knowledge_base_ids, params.who())
     return any(kb.type == KnowledgeBaseType.DOCUMENT for kb in kbs)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
 from ragline import defaults
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import ChunkType, MatchType, SearchResult
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import Catalog, ChunkRecord
@@ -56,6 +57,7 @@ class _Query:
     embedding: list[float] | None
     tokens: list[str]
     knowledge_ids: list[str] | None
+    hidden: frozenset[str]  # documents of these bases the reader may not read: never scored
     vector_threshold: float
     keyword_threshold: float
     image_embedding: list[float] | None = None  # the question in the multimodal model's space (image recall)
@@ -92,31 +94,38 @@ class HybridSearcher:
         self.image_embedder = image_embedder  # the multimodal model; None: no image recall, nothing changes
 
     async def search(self, params: SearchParams) -> list[SearchResult]:
-        kbs = await asyncio.to_thread(self.authorize, params.knowledge_base_ids, params.tenant_id)  # step 1 (the catalog: a file or Redis)
+        kbs, hidden = await asyncio.to_thread(self.readable, params.knowledge_base_ids, params.who())  # step 1 (the catalog: a file or Redis)
         validate_same_embedding_model(kbs)
         match_count = normalized_match_count(params.match_count)  # step 2
         pool = retrieval_pool_size(match_count, len(kbs))
-        query = await self._prepare_query(params, kbs)  # step 3
+        query = await self._prepare_query(params, kbs, hidden)  # step 3
         groups = group_by_store(kbs)  # step 4
         fused, filled = await self._search_round(groups, query, pool)  # steps 6-7
         fused = await self._drop_negative_faq(fused, params.query, kbs)
         if kbs[0].type == KnowledgeBaseType.FAQ and filled:  # step 8: the primary KB is an FAQ base
             fused = await self._deepen_faq(groups, query, pool, fused, match_count, params.query)
-        return await asyncio.to_thread(self._to_results, fused[:match_count])  # step 9
+        return await asyncio.to_thread(self._to_results, fused[:match_count], params.who())  # step 9
 
-    def authorize(self, kb_ids: list[str], tenant_id: str) -> list[KnowledgeBase]:
+    def authorize(self, kb_ids: list[str], who: Principal) -> list[KnowledgeBase]:
         found = self.catalog.get_kbs(list(dict.fromkeys(kb_ids)))
         kbs: list[KnowledgeBase] = []
         for kb_id in dict.fromkeys(kb_ids):
             kb = found.get(kb_id)
             if kb is None:
                 raise KnowledgeBaseNotFoundError(f"knowledge base {kb_id} does not exist")
-            if not kb.readable_by(tenant_id):
+            if not kb.readable_by(who):
                 raise KnowledgeBaseAccessError(f"knowledge base {kb_id} does not exist")  # as if missing: no existence leak
             kbs.append(kb)
         return kbs
 
-    async def _prepare_query(self, params: SearchParams, kbs: list[KnowledgeBase]) -> _Query:
+    def readable(self, kb_ids: list[str], who: Principal) -> tuple[list[KnowledgeBase], frozenset[str]]:
+        """The bases `who` may search, and their documents `who` may not read (read now, on every
+        search: a changed rule holds from the next question on)."""
+        kbs = self.authorize(kb_ids, who)
+        restricted = self.catalog.restricted_documents([kb.id for kb in kbs])
+        return kbs, frozenset(doc_id for doc_id, rule in restricted.items() if rule.lets_in(who) is None)
+
+    async def _prepare_query(self, params: SearchParams, kbs: list[KnowledgeBase], hidden: frozenset[str] = frozenset()) -> _Query:
         use_keyword = not params.disable_keyword and any(kb.type == KnowledgeBaseType.DOCUMENT for kb in kbs)
         embedding = None
         if not params.disable_vector:
@@ -131,6 +140,7 @@ class HybridSearcher:
             embedding=embedding,
             tokens=tokenize(params.keyword_query or params.query) if use_keyword else [],
             knowledge_ids=params.knowledge_ids or None,
+            hidden=hidden,
             vector_threshold=0.0 if off else params.vector_threshold,
             keyword_threshold=0.0 if off else params.keyword_threshold,
         )
@@ -214,11 +224,11 @@ class HybridSearcher:
         image_kbs = doc_kbs if query.image_embedding is not None else []
         image_ids = {kb.id for kb in image_kbs}
         deeper = image_depth(depth) if image_kbs else depth
-        vector_calls = [engines.vector.query(kb.id, query.embedding, deeper if kb.id in image_ids else depth, query.knowledge_ids)
+        vector_calls = [engines.vector.query(kb.id, query.embedding, deeper if kb.id in image_ids else depth, query.knowledge_ids, query.hidden)
                         for kb in kbs] if query.embedding is not None else []
-        image_calls = [engines.vector.query(image_space(kb.id, query.image_model), query.image_embedding, deeper, query.knowledge_ids)
+        image_calls = [engines.vector.query(image_space(kb.id, query.image_model), query.image_embedding, deeper, query.knowledge_ids, query.hidden)
                        for kb in image_kbs if query.image_embedding is not None]
-        keyword_calls = [engines.keyword.search(kb.id, query.tokens, depth, query.knowledge_ids)
+        keyword_calls = [engines.keyword.search(kb.id, query.tokens, depth, query.knowledge_ids, query.hidden)
                          for kb in doc_kbs if query.tokens]
         vector_answers, image_answers, keyword_answers = await asyncio.gather(
             asyncio.gather(*vector_calls), asyncio.gather(*image_calls), asyncio.gather(*keyword_calls))
@@ -253,8 +263,10 @@ class HybridSearcher:
             fused = await self._drop_negative_faq(fused, raw_query, [kb for members in groups.values() for kb in members])
         return fused
 
-    def _to_results(self, fused: list[Fused]) -> list[SearchResult]:
-        """Step 9: attach chunk content and neighbours; hits the catalog no longer knows are dropped."""
+    def _to_results(self, fused: list[Fused], who: Principal) -> list[SearchResult]:
+        """Step 9: attach chunk content and neighbours; hits the catalog no longer knows are dropped,
+        and so is a document `who` may not read as the catalog has it now: one committed (a store's
+        rows come first) or narrowed after the search read the restricted documents."""
         chunks = self.catalog.get_chunks(f.chunk_id for f in fused)
         docs = self.catalog.get_knowledge_many(c.knowledge_id for c in chunks.values())
         out: list[SearchResult] = []
@@ -263,7 +275,9 @@ class HybridSearcher:
             if chunk is None:
                 continue
             doc = docs.get(chunk.knowledge_id)
-            out.append(_result(chunk, f, doc.title if doc else ""))
+            if doc is None or doc.access.lets_in(who) is None:  # None: deleted between the two reads
+                continue
+            out.append(_result(chunk, f, doc.title))
         return out
 
 

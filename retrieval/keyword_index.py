@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,8 +39,11 @@ class KeywordIndex(Protocol):
     async def delete_kb(self, kb_id: str) -> None: ...
 
     async def search(
-        self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None
-    ) -> list[KeywordHit]: ...
+        self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None,
+        hidden: Collection[str] = (),
+    ) -> list[KeywordHit]:
+        """The best BM25 chunks, of `knowledge_ids` only when given, never of a `hidden` document."""
+        ...
 
 
 @dataclass
@@ -95,18 +99,22 @@ class Bm25sKeywordIndex:
             self._snapshots[kb_id] = fresh
             return fresh
 
-    def search_sync(self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None) -> list[KeywordHit]:
+    def search_sync(self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None,
+                    hidden: Collection[str] = ()) -> list[KeywordHit]:
         snap = self.snapshot(kb_id)
         if snap.retriever is None or not tokens or top_k <= 0:
             return []
         scores = snap.retriever.get_scores(tokens)
         if knowledge_ids:
             scores = np.where(np.isin(snap.knowledge_ids, list(knowledge_ids)), scores, 0.0)
+        if hidden:
+            scores = np.where(np.isin(snap.knowledge_ids, list(hidden)), 0.0, scores)
         k = min(top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [KeywordHit(str(snap.chunk_ids[i]), float(scores[i])) for i in top if scores[i] > 0]
 
-    async def search(self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None) -> list[KeywordHit]:
+    async def search(self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None,
+                     hidden: Collection[str] = ()) -> list[KeywordHit]:
         # off the event loop: even a fresh index reads its revision from the catalog (a file) first
-        return await asyncio.to_thread(self.search_sync, kb_id, tokens, top_k, knowledge_ids)
+        return await asyncio.to_thread(self.search_sync, kb_id, tokens, top_k, knowledge_ids, hidden)

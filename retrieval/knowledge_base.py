@@ -12,22 +12,33 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ragline.contracts.access import AccessDecision, AccessRule, Principal, decide
 from ragline.retrieval.catalog import Catalog
 from ragline.retrieval.errors import (
     KnowledgeBaseAccessError,
     KnowledgeBaseExistsError,
     KnowledgeBaseNotFoundError,
+    ReadOnlyKeyError,
     RetrievalError,
 )
 from ragline.retrieval.types import (
     ChunkingConfig,
     FAQIndexMode,
+    Knowledge,
     KnowledgeBase,
     KnowledgeBaseType,
 )
 
 if TYPE_CHECKING:
     from ragline.retrieval.hybrid import StoreEngines  # the engines import Chroma: a name lookup needs neither
+
+def check_writable(kb: KnowledgeBase, who: Principal) -> None:
+    """Knowledge writes need the owning tenant and a key that may write (not read-only)."""
+    if not kb.owned_by(who.tenant_id):
+        raise KnowledgeBaseAccessError(f"tenant {who.tenant_id} does not own knowledge base {kb.name}")
+    if who.read_only:
+        raise ReadOnlyKeyError("this API key is read-only: it may search and ask, not change knowledge")
+
 
 class KnowledgeBaseService:
     def __init__(self, catalog: Catalog, stores: dict[str, StoreEngines], embedding_model: str,
@@ -63,39 +74,68 @@ class KnowledgeBaseService:
         self.catalog.insert_kb(kb)
         return kb
 
-    def get(self, kb_id: str, tenant_id: str = "default") -> KnowledgeBase:
+    def get(self, kb_id: str, who: Principal) -> KnowledgeBase:
         kb = self.catalog.get_kb(kb_id)
         if kb is None:
             raise KnowledgeBaseNotFoundError(f"knowledge base {kb_id} does not exist")
-        return self._authorized(kb, tenant_id)
+        return self._authorized(kb, who)
 
-    def get_by_name(self, name: str, tenant_id: str = "default") -> KnowledgeBase:
-        kb = self.catalog.find_kb(tenant_id, name.strip())
+    def get_by_name(self, name: str, who: Principal) -> KnowledgeBase:
+        kb = self.catalog.find_kb(who.tenant_id, name.strip())
         if kb is None:
             shared = [k for k in self.catalog.list_kbs() if k.shared and k.name == name.strip()]
             if not shared:
                 raise KnowledgeBaseNotFoundError(f"knowledge base {name} does not exist")
             kb = shared[0]
-        return kb
+        return self._authorized(kb, who)
 
-    def resolve(self, name_or_id: str, tenant_id: str = "default") -> KnowledgeBase:
+    def resolve(self, name_or_id: str, who: Principal) -> KnowledgeBase:
         """A KB by name first (what people type), then by id (what programs pass)."""
         try:
-            return self.get_by_name(name_or_id, tenant_id)
+            return self.get_by_name(name_or_id, who)
         except KnowledgeBaseNotFoundError:
-            return self.get(name_or_id, tenant_id)
+            return self.get(name_or_id, who)
 
-    def list(self, tenant_id: str = "default") -> builtins.list[KnowledgeBase]:
-        return [kb for kb in self.catalog.list_kbs() if kb.readable_by(tenant_id)]
+    def list(self, who: Principal) -> builtins.list[KnowledgeBase]:
+        return [kb for kb in self.catalog.list_kbs() if kb.readable_by(who)]
 
-    def update(self, kb_id: str, tenant_id: str = "default", *, name: str | None = None,
+    def readable_document(self, knowledge_id: str, who: Principal) -> Knowledge | None:
+        """The document when `who` may read it; None when it is missing or unreadable alike."""
+        knowledge = self.catalog.get_knowledge(knowledge_id)
+        if knowledge is None:
+            return None
+        return knowledge if self.explain(knowledge, who).allowed else None
+
+    def explain(self, knowledge: Knowledge, who: Principal) -> AccessDecision:
+        """Whether `who` may read the document, and the rule that decides it."""
+        kb = self.catalog.get_kb(knowledge.knowledge_base_id)
+        if kb is None:
+            return AccessDecision(False, "its knowledge base no longer exists")
+        if kb.tenant_id != who.tenant_id and not kb.shared:
+            return AccessDecision(False, f"it belongs to another tenant than {who.tenant_id}")
+        if not who.may_name(kb.id) and not who.may_name(kb.name):
+            return AccessDecision(False, "the API key is limited to other knowledge bases")
+        return decide(kb.access, knowledge.access, who)
+
+    def set_document_access(self, knowledge_id: str, who: Principal, rule: AccessRule) -> Knowledge:
+        """Narrow (or open) one document: a writer of its base who may read it sets it; it holds from the next search on."""
+        knowledge = self.readable_document(knowledge_id, who)  # who cannot read it cannot learn it exists
+        if knowledge is None:
+            raise KnowledgeBaseNotFoundError(f"document {knowledge_id} does not exist")
+        self._owned(knowledge.knowledge_base_id, who)
+        changed = self.catalog.set_knowledge_access(knowledge_id, rule)
+        if changed is None:
+            raise KnowledgeBaseNotFoundError(f"document {knowledge_id} does not exist")
+        return changed
+
+    def update(self, kb_id: str, who: Principal, *, name: str | None = None,
                description: str | None = None, tags: builtins.list[str] | None = None, shared: bool | None = None,
-               wiki_enabled: bool | None = None) -> KnowledgeBase:
-        kb = self._owned(kb_id, tenant_id)
+               wiki_enabled: bool | None = None, access: AccessRule | None = None) -> KnowledgeBase:
+        kb = self._owned(kb_id, who)
         if name is not None and name.strip() != kb.name:
             if not name.strip():
                 raise RetrievalError("a knowledge base needs a non-empty name")
-            if self.catalog.find_kb(tenant_id, name.strip()) is not None:
+            if self.catalog.find_kb(who.tenant_id, name.strip()) is not None:
                 raise KnowledgeBaseExistsError(f"knowledge base {name} already exists")
             kb.name = name.strip()
         if description is not None:
@@ -106,12 +146,14 @@ class KnowledgeBaseService:
             kb.shared = shared
         if wiki_enabled is not None:  # the caller schedules the rebuild that writes (or removes) the pages
             kb.wiki_enabled = wiki_enabled
+        if access is not None:
+            kb.access = access
         self.catalog.update_kb(kb)
         return kb
 
-    async def delete(self, kb_id: str, tenant_id: str = "default") -> None:
+    async def delete(self, kb_id: str, who: Principal) -> None:
         """Stores first, catalog last: a failure leaves the KB listed, so deleting again finishes the job."""
-        kb = self._owned(kb_id, tenant_id)
+        kb = self._owned(kb_id, who)
         engines = self.stores[kb.vector_store]
         await engines.vector.delete_kb(kb.id)
         await engines.vector.delete_image_spaces(kb.id)  # image vectors live beside the text rows, one space per image model
@@ -120,15 +162,14 @@ class KnowledgeBaseService:
             await asyncio.to_thread(forget, kb.id)
         self.catalog.delete_kb(kb.id)
 
-    def _owned(self, kb_id: str, tenant_id: str) -> KnowledgeBase:
-        kb = self.get(kb_id, tenant_id)
-        if not kb.owned_by(tenant_id):
-            raise KnowledgeBaseAccessError(f"tenant {tenant_id} does not own knowledge base {kb.name}")
+    def _owned(self, kb_id: str, who: Principal) -> KnowledgeBase:
+        kb = self.get(kb_id, who)
+        check_writable(kb, who)
         return kb
 
     @staticmethod
-    def _authorized(kb: KnowledgeBase, tenant_id: str) -> KnowledgeBase:
-        if not kb.readable_by(tenant_id):
+    def _authorized(kb: KnowledgeBase, who: Principal) -> KnowledgeBase:
+        if not kb.readable_by(who):
             # the same words as a missing base: another tenant's base must not be confirmed to exist
             raise KnowledgeBaseAccessError(f"knowledge base {kb.id} does not exist")
         return kb

@@ -22,10 +22,11 @@ from typing import Any
 import redis
 
 from ragline import defaults
+from ragline.contracts.access import AccessRule
 from ragline.contracts.passages import ChunkType
 from ragline.redis_clients import out_of_memory
 from ragline.retrieval import redis_catalog_scripts as lua
-from ragline.retrieval.catalog import ChunkRecord, KeywordCorpus
+from ragline.retrieval.catalog import ChunkRecord, KeywordCorpus, access_json
 from ragline.retrieval.errors import KnowledgeBaseExistsError, RetrievalError
 from ragline.retrieval.redis_connect import connect_search
 from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
@@ -79,6 +80,7 @@ class RedisCatalog:
         self._update_kb = client.register_script(lua.UPDATE_KB)
         self._get_chunks = client.register_script(lua.GET_CHUNKS)
         self._of_document = client.register_script(lua.OF_DOCUMENT)
+        self._set_access = client.register_script(lua.SET_ACCESS)
 
     @classmethod
     def from_url(cls, url: str) -> RedisCatalog:
@@ -173,6 +175,24 @@ class RedisCatalog:
         # cjson writes an empty list as {}: iterating it gives no ids either
         return [chunk_id for ids in replies if ids for chunk_id in json.loads(ids)]
 
+    def restricted_documents(self, kb_ids: list[str]) -> dict[str, AccessRule]:
+        with self.client.pipeline(transaction=False) as pipe:
+            for kb_id in kb_ids:
+                pipe.hgetall(f"{PREFIX}restricted:{kb_id}")
+            replies = pipe.execute()
+        return {_text(kid): AccessRule.model_validate_json(rule) for reply in replies for kid, rule in reply.items()}
+
+    def set_knowledge_access(self, knowledge_id: str, rule: AccessRule) -> Knowledge | None:
+        for _ in range(_SNAPSHOT_TRIES):  # a writer replaced the document between the read and the write: read again
+            body, revision = self.client.hmget(f"{PREFIX}doc:{knowledge_id}", ["body", "rev"])
+            if body is None or revision is None:
+                return None
+            knowledge = Knowledge.model_validate_json(body)
+            knowledge.access = rule
+            if self._set_access(args=[PREFIX, knowledge_id, revision, knowledge.model_dump_json(), access_json(rule)]):
+                return knowledge
+        raise RetrievalError(f"document {knowledge_id} kept changing while its access was set: try again")
+
     def replace_documents(self, kb_id: str, docs: list[tuple[Knowledge, list[ChunkRecord], str]]) -> None:
         """Swap in new chunks for each (document, chunks, source text): staged, then committed in one step."""
         revisions = [uuid.uuid4().hex for _ in docs]
@@ -184,7 +204,7 @@ class RedisCatalog:
                 knowledge.updated_at = utcnow()
                 payload.append({"id": knowledge.id, "rev": revision, "source": knowledge.source,
                                 "body": knowledge.model_dump_json(), "images": _image_handles(chunks),
-                                "chunks": [c.id for c in chunks]})
+                                "chunks": [c.id for c in chunks], "access": access_json(knowledge.access)})
             self._commit(args=[PREFIX, json.dumps({"kb": kb_id, "docs": payload}, ensure_ascii=False)])
         except BaseException:
             self._unstage([(k.id, rev) for (k, _, _), rev in zip(docs, revisions)])

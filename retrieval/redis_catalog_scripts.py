@@ -12,6 +12,7 @@ Keys (P is the catalog prefix, `ragline:cat:`):
   P text:<id>:<rev>     the document's source text of that revision (likewise)
   P chunkdoc            hash chunk id -> document id, for the committed revisions only
   P img:<handle>        set of documents whose current chunks show that image
+  P restricted:<kb>     hash document id -> its access rule (JSON), for restricted documents only
 The scripts name keys they derive from their arguments, which standalone Redis allows (not Cluster).
 """
 
@@ -32,11 +33,12 @@ local function drop_doc(P, kid)
   redis.call('UNLINK', rows, P .. 'text:' .. kid .. ':' .. cur[1])
   if redis.call('HGET', P .. 'kbsrc:' .. cur[2], cur[3]) == kid then redis.call('HDEL', P .. 'kbsrc:' .. cur[2], cur[3]) end
   redis.call('SREM', P .. 'kbdocs:' .. cur[2], kid)
+  redis.call('HDEL', P .. 'restricted:' .. cur[2], kid)
   redis.call('DEL', dockey)
 end
 """
 
-# ARGV: prefix, payload {kb, docs: [{id, rev, source, body, images, chunks}]}. Checks that every
+# ARGV: prefix, payload {kb, docs: [{id, rev, source, body, images, chunks, access}]}. Checks that every
 # staged revision is complete, then swaps all documents in and bumps the KB revision: one step.
 COMMIT = _DROP + """
 local P, p = ARGV[1], cjson.decode(ARGV[2])
@@ -57,6 +59,7 @@ for _, d in ipairs(p.docs) do
              'images', cjson.encode(d.images), 'chunks', cjson.encode(d.chunks))
   redis.call('SADD', P .. 'kbdocs:' .. p.kb, d.id)
   redis.call('HSET', P .. 'kbsrc:' .. p.kb, d.source, d.id)
+  if d.access ~= '' then redis.call('HSET', P .. 'restricted:' .. p.kb, d.id, d.access) end
   local pairs_ = {}
   for _, cid in ipairs(d.chunks) do pairs_[#pairs_ + 1] = cid; pairs_[#pairs_ + 1] = d.id end
   batched('HSET', P .. 'chunkdoc', pairs_)
@@ -79,7 +82,7 @@ local P, kb = ARGV[1], ARGV[2]
 for _, kid in ipairs(redis.call('SMEMBERS', P .. 'kbdocs:' .. kb)) do drop_doc(P, kid) end
 local cur = redis.call('HMGET', P .. 'kb:' .. kb, 'tenant', 'name')
 if cur[1] then redis.call('HDEL', P .. 'kbnames', cur[1] .. '\\n' .. cur[2]) end
-redis.call('DEL', P .. 'kb:' .. kb, P .. 'kbdocs:' .. kb, P .. 'kbsrc:' .. kb)
+redis.call('DEL', P .. 'kb:' .. kb, P .. 'kbdocs:' .. kb, P .. 'kbsrc:' .. kb, P .. 'restricted:' .. kb)
 redis.call('SREM', P .. 'kbs', kb)
 return 1
 """
@@ -135,4 +138,16 @@ if not rev then return false end
 if what == 'text' then return redis.call('GET', P .. 'text:' .. kid .. ':' .. rev) end
 if what == 'ids' then return redis.call('HGET', P .. 'doc:' .. kid, 'chunks') end
 return redis.call('HVALS', P .. 'rows:' .. kid .. ':' .. rev)
+"""
+
+# ARGV: prefix, document id, the revision the caller read, new body, access ('' when open). 0 when
+# the document was replaced (or deleted) since it was read: the caller reads it again.
+SET_ACCESS = """
+local P, kid = ARGV[1], ARGV[2]
+local cur = redis.call('HMGET', P .. 'doc:' .. kid, 'rev', 'kb')
+if cur[1] ~= ARGV[3] then return 0 end
+redis.call('HSET', P .. 'doc:' .. kid, 'body', ARGV[4])
+if ARGV[5] == '' then redis.call('HDEL', P .. 'restricted:' .. cur[2], kid)
+else redis.call('HSET', P .. 'restricted:' .. cur[2], kid, ARGV[5]) end
+return 1
 """

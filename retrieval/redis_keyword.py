@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Collection
 from typing import Any
 
 import redis
@@ -56,9 +57,13 @@ def schema(kb_id: str) -> dict[str, Any]:
     }
 
 
-def text_query(tokens: list[str]) -> str:
-    """A union of the tokens; duplicates kept, so a repeated word weighs twice (as in bm25s)."""
-    return "@tokens:(" + "|".join(_ESCAPER.escape(t) for t in tokens) + ")"
+def text_query(tokens: list[str], hidden: Collection[str] = ()) -> str:
+    """A union of the tokens; duplicates kept, so a repeated word weighs twice (as in bm25s); never
+    a chunk of a hidden document."""
+    union = "@tokens:(" + "|".join(_ESCAPER.escape(t) for t in tokens) + ")"
+    if not hidden:
+        return union
+    return f"({union}) -@knowledge_id:{{{'|'.join(_ESCAPER.escape(k) for k in sorted(hidden))}}}"
 
 
 class RedisKeywordIndex:
@@ -120,11 +125,11 @@ class RedisKeywordIndex:
                 raise
 
     def search_sync(self, kb_id: str, tokens: list[str], top_k: int,
-                    knowledge_ids: list[str] | None = None) -> list[KeywordHit]:
+                    knowledge_ids: list[str] | None = None, hidden: Collection[str] = ()) -> list[KeywordHit]:
         if not tokens or top_k <= 0:
             return []
         index = self.ensure_sync(kb_id)
-        query = FilterQuery(text_query(tokens), return_fields=["chunk_id"], num_results=top_k)
+        query = FilterQuery(text_query(tokens, hidden), return_fields=["chunk_id"], num_results=top_k)
         query = query.scorer("BM25STD").with_scores().verbatim()
         if knowledge_ids:
             keys = [f"{key_prefix(kb_id)}:{c}" for c in self.catalog.chunk_ids_of(knowledge_ids)]
@@ -144,7 +149,7 @@ class RedisKeywordIndex:
         await asyncio.to_thread(self.delete_kb_sync, kb_id)
 
     async def search(self, kb_id: str, tokens: list[str], top_k: int,
-                     knowledge_ids: list[str] | None = None) -> list[KeywordHit]:
+                     knowledge_ids: list[str] | None = None, hidden: Collection[str] = ()) -> list[KeywordHit]:
         # The sync client in a worker thread: one connection pool serves every event loop
         # (CLI runs, tests, the server), where an asyncio client is bound to the loop that made it.
-        return await asyncio.to_thread(self.search_sync, kb_id, tokens, top_k, knowledge_ids)
+        return await asyncio.to_thread(self.search_sync, kb_id, tokens, top_k, knowledge_ids, hidden)

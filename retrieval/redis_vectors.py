@@ -20,6 +20,7 @@ being silently left out of the index.
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ import redis
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import SearchIndex
 from redisvl.query import FilterQuery, VectorQuery
-from redisvl.query.filter import Tag
+from redisvl.query.filter import FilterExpression, Tag
 
 from ragline import defaults
 from ragline.retrieval.errors import RetrievalError
@@ -73,6 +74,15 @@ def _text(value: bytes | str) -> str:
 
 def _blob(vector: list[float]) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _documents_filter(knowledge_ids: list[str] | None, hidden: Collection[str]) -> FilterExpression | None:
+    """The documents searched, without the hidden ones (a reader's unreadable documents)."""
+    only = Tag("knowledge_id") == list(knowledge_ids) if knowledge_ids else None
+    never = Tag("knowledge_id") != sorted(hidden) if hidden else None
+    if only is not None and never is not None:
+        return only & never
+    return only if only is not None else never
 
 
 class RedisVectorStore(ThreadedVectorStore):
@@ -155,11 +165,11 @@ class RedisVectorStore(ThreadedVectorStore):
             self.delete_kb_sync(space)
 
     def query_sync(self, kb_id: str, embedding: list[float], top_k: int,
-                   knowledge_ids: list[str] | None = None) -> VectorQueryResult:
+                   knowledge_ids: list[str] | None = None, hidden: Collection[str] = ()) -> VectorQueryResult:
         if top_k <= 0:
             return VectorQueryResult([], False)
         query = VectorQuery(_blob(embedding), "embedding", return_fields=["chunk_id"], num_results=top_k,
-                            filter_expression=Tag("knowledge_id") == list(knowledge_ids) if knowledge_ids else None,
+                            filter_expression=_documents_filter(knowledge_ids, hidden),
                             ef_runtime=self.ef_search)
         try:
             docs = self._index(kb_id).query(query)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragline import defaults
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import MatchType, SearchResult, SearchTarget, merge_search_results
 from ragline.retrieval.expansion import expand_search
 from ragline.retrieval.relevance import relevant
@@ -33,16 +34,16 @@ class TargetSearch:
     query_expansion: bool = True  # keyword variants when recall is below embedding_top_k
     relevance_gate: bool = True  # drop whole-base hits with no evidence for the question
 
-    def params(self, query: str, tenant: str, kb_ids: list[str], embedding: list[float], **extra: Any) -> SearchParams:
-        return SearchParams(query=query, knowledge_base_ids=kb_ids, tenant_id=tenant, match_count=self.embedding_top_k,
+    def params(self, query: str, who: Principal, kb_ids: list[str], embedding: list[float], **extra: Any) -> SearchParams:
+        return SearchParams(query=query, knowledge_base_ids=kb_ids, tenant_id=who.tenant_id, reader=who, match_count=self.embedding_top_k,
                             vector_threshold=self.vector_threshold, keyword_threshold=self.keyword_threshold,
                             query_embedding=embedding, **extra)
 
 
-async def search_targets(stack: RetrievalStack, query: str, tenant: str, targets: list[SearchTarget],
+async def search_targets(stack: RetrievalStack, query: str, who: Principal, targets: list[SearchTarget],
                          search: TargetSearch = TargetSearch()) -> list[SearchResult]:
     """The hits for `query` over `targets`, the relevance gate applied to whole bases."""
-    kbs = await asyncio.to_thread(stack.searcher.authorize, [t.knowledge_base_id for t in targets], tenant)
+    kbs = await asyncio.to_thread(stack.searcher.authorize, [t.knowledge_base_id for t in targets], who)
     kb_by_id = {kb.id: kb for kb in kbs}
     groups: dict[str, list[SearchTarget]] = defaultdict(list)
     for target in targets:
@@ -52,11 +53,11 @@ async def search_targets(stack: RetrievalStack, query: str, tenant: str, targets
         embedding = await stack.embedders.for_kb(kb_by_id[group[0].knowledge_base_id]).embed_query(query)
         whole = [t.knowledge_base_id for t in group if not t.is_scoped]
         if whole:
-            searches.append(search.params(query, tenant, whole, embedding))
+            searches.append(search.params(query, who, whole, embedding))
         for target in (t for t in group if t.is_scoped):
             knowledge_ids = await asyncio.to_thread(target_documents, target, stack.catalog) or []
             if knowledge_ids:
-                searches.append(search.params(query, tenant, [target.knowledge_base_id], embedding,
+                searches.append(search.params(query, who, [target.knowledge_base_id], embedding,
                                               knowledge_ids=knowledge_ids, disable_recall_thresholds=True))
     batches = await asyncio.gather(*(stack.searcher.search(p) for p in searches))
     results = merge_search_results([], [result for batch in batches for result in batch])

@@ -11,8 +11,10 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from ragline import defaults
+from ragline.contracts.access import AccessRule, Principal
 
 
 def utcnow() -> datetime:
@@ -50,6 +52,7 @@ class KnowledgeBase(BaseModel):
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     faq_index_mode: FAQIndexMode = FAQIndexMode.QUESTION_ANSWER
     shared: bool = False  # shared with every tenant (seed: organisation-shared KBs)
+    access: AccessRule = Field(default_factory=AccessRule, description="Who in the tenant may read it; open when empty.")
     wiki_enabled: bool = False  # the chat model writes wiki pages from the documents; wiki_boost prefers them
     revision: int = 0  # bumped on every write; derived indexes rebuild when it moves
     created_at: datetime = Field(default_factory=utcnow)
@@ -59,9 +62,11 @@ class KnowledgeBase(BaseModel):
     def embedding_key(self) -> str:
         return f"{self.embedding_model}@{self.embedding_base_url}"
 
-    def readable_by(self, tenant_id: str) -> bool:
-        """The one visibility rule: a tenant reads its own bases and every shared one."""
-        return self.tenant_id == tenant_id or self.shared
+    def readable_by(self, who: Principal) -> bool:
+        """The one visibility rule: a tenant reads its own bases and every shared one, when the base's
+        access rule lets the reader in and the reader's key reaches the base."""
+        reached = who.may_name(self.id) or (self.tenant_id == who.tenant_id and who.may_name(self.name))  # a key's scope: ids, or its tenant's names
+        return (self.tenant_id == who.tenant_id or self.shared) and reached and self.access.lets_in(who) is not None
 
     def owned_by(self, tenant_id: str) -> bool:
         """Only the owning tenant writes; shared bases are readable, not writable, by others."""
@@ -80,6 +85,7 @@ class Knowledge(BaseModel):
     content_hash: str = ""
     chunk_count: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
+    access: AccessRule = Field(default_factory=AccessRule, description="Narrows its knowledge base's rule; open when empty.")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -90,6 +96,7 @@ class SearchParams(BaseModel):
     query: str = Field(min_length=1)
     knowledge_base_ids: list[str] = Field(min_length=1)
     tenant_id: str = "default"
+    reader: SkipJsonSchema[Principal | None] = Field(None, exclude=True, description="Who asks; unset: the tenant with no user, who reads only open documents.")
     knowledge_ids: list[str] = Field(default_factory=list, description="Restrict to these documents.")
     match_count: int = Field(0, description="Results wanted; <= 0 means the default (50).")
     vector_threshold: float = defaults.DEFAULT_VECTOR_THRESHOLD
@@ -99,5 +106,8 @@ class SearchParams(BaseModel):
     disable_recall_thresholds: bool = Field(False, description="Scoped searches keep everything they find.")
     query_embedding: list[float] | None = Field(None, description="Reuse a vector computed by the caller.")
     keyword_query: str | None = Field(None, description="Keyword side text when it differs (query expansion).")
+
+    def who(self) -> Principal:
+        return self.reader if self.reader is not None else Principal(self.tenant_id, "")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,10 +58,23 @@ class VectorStore(Protocol):
     async def delete_image_spaces(self, kb_id: str) -> None: ...
 
     async def query(
-        self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None
-    ) -> VectorQueryResult: ...
+        self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
+        hidden: Collection[str] = (),
+    ) -> VectorQueryResult:
+        """The nearest rows, of `knowledge_ids` only when given, never of a `hidden` document (one the reader may not read)."""
+        ...
 
     async def embeddings(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]: ...
+
+
+def _where(knowledge_ids: list[str] | None, hidden: Collection[str]) -> dict[str, Any] | None:
+    """Chroma's metadata filter: the documents searched, without the hidden ones."""
+    clauses: list[dict[str, Any]] = []
+    if knowledge_ids:
+        clauses.append({"knowledge_id": {"$in": list(knowledge_ids)}})
+    if hidden:
+        clauses.append({"knowledge_id": {"$nin": sorted(hidden)}})
+    return clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
 
 
 def chunk_id_of(row_id: str) -> str:
@@ -94,7 +108,8 @@ class ThreadedVectorStore:
     def delete_image_spaces_sync(self, kb_id: str) -> None:
         raise NotImplementedError
 
-    def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
+    def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
+                   hidden: Collection[str] = ()) -> VectorQueryResult:
         raise NotImplementedError
 
     def embeddings_sync(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
@@ -113,8 +128,9 @@ class ThreadedVectorStore:
         """Drop the KB's image-vector spaces, of the current image model and of any earlier one."""
         await asyncio.to_thread(self.delete_image_spaces_sync, kb_id)
 
-    async def query(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
-        return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids)
+    async def query(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
+                    hidden: Collection[str] = ()) -> VectorQueryResult:
+        return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids, hidden)
 
     async def embeddings(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
         """Stored vectors by row id (pseudo-relevance feedback reads its hits' vectors); unknown ids are left out."""
@@ -210,11 +226,12 @@ class ChromaVectorStore(ThreadedVectorStore):
             if name.startswith(collection_name(prefix)):
                 self.delete_kb_sync(name[len(collection_name("")):])
 
-    def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None) -> VectorQueryResult:
+    def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
+                   hidden: Collection[str] = ()) -> VectorQueryResult:
         col = self._collection(kb_id, create=False)
         if col is None or top_k <= 0:
             return VectorQueryResult([], False)
-        where = {"knowledge_id": {"$in": list(knowledge_ids)}} if knowledge_ids else None
+        where = _where(knowledge_ids, hidden)
         # Distances only, no count() first: Chroma returns fewer rows when it has fewer, and the
         # chunk id is read from the row id. Fetching metadatas tripled the cost of a 500-row query.
         res = col.query(query_embeddings=[embedding], n_results=top_k, where=where, include=["distances"])

@@ -8,13 +8,10 @@ its existence never leaks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ragline.contracts.access import Principal
 
-
-@dataclass(frozen=True)
-class Principal:
-    tenant_id: str
-    user_id: str
+__all__ = ["Principal", "ServiceError", "NotFoundError", "ForbiddenError", "ConflictError", "InvalidRequestError",
+           "UnprocessableError", "check_readable", "check_owned"]
 
 
 class ServiceError(Exception):

@@ -209,4 +209,4 @@ class AssistantService:
         check_models(config, self.services.settings, who.tenant_id)
         kb_ids, knowledge_ids = knowledge_named(config)
         if kb_ids or knowledge_ids:
-            await asyncio.to_thread(lambda: authorize_knowledge(self.services.retrieval, who.tenant_id, kb_ids, knowledge_ids))
+            await asyncio.to_thread(lambda: authorize_knowledge(self.services.retrieval, who, kb_ids, knowledge_ids))

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragline import defaults
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import SearchResult
 from ragline.retrieval.chat_history import (
     CHAT_HISTORY_TAG,
@@ -121,7 +122,7 @@ class ChatHistoryService:
         if not kbs:
             return [], 0
         params = SearchParams(
-            query=query, knowledge_base_ids=[kb.id for kb in kbs], tenant_id=tenant_id,
+            query=query, knowledge_base_ids=[kb.id for kb in kbs], tenant_id=tenant_id, reader=Principal.operator_of(tenant_id),
             match_count=defaults.MESSAGE_SEARCH_MAX_HITS,
             disable_vector=mode == "keyword", disable_keyword=mode == "vector",
         )

@@ -82,7 +82,7 @@ def knowledge_base_of(model: str, stack: Any | None, who: Principal) -> str | No
     if not names_knowledge_base(model) or not name or stack is None:
         raise ModelNotFound(f"The model `{model}` does not exist; GET /v1/models lists the models you can use.")
     try:
-        return stack.knowledge_bases.resolve(name, who.tenant_id).id
+        return stack.knowledge_bases.resolve(name, who).id
     except (KnowledgeBaseNotFoundError, KnowledgeBaseAccessError):  # another tenant's base reads as missing
         raise ModelNotFound(f"The model `{model}` does not exist; GET /v1/models lists the models you can use.") from None
 

@@ -40,6 +40,8 @@ class RunRecord:
     agent_tools: tuple[str, ...] = ()  # agent mode: the tools the assistant allows (RunContext.agent_tools)
     approval_tools: tuple[str, ...] = ()  # agent mode: the tools whose calls wait for the user's approval
     agent_mcp_servers: tuple[str, ...] = ()  # agent mode: the MCP servers whose tools the agent may call
+    groups: tuple[str, ...] = ()  # the asker's groups (with owner_id: what restricted documents the turn may read)
+    key_knowledge_bases: tuple[str, ...] | None = None  # the asker's key was limited to these bases
 
     @property
     def message_id(self) -> str:
@@ -331,8 +333,8 @@ def _dump(record: RunRecord) -> str:
 
 def _load(raw: object) -> RunRecord:
     fields = json.loads(_text(raw))  # a record stored before a field existed gets its default
-    for name in ("agent_tools", "approval_tools", "agent_mcp_servers"):
-        if name in fields:
+    for name in ("agent_tools", "approval_tools", "agent_mcp_servers", "groups", "key_knowledge_bases"):
+        if fields.get(name) is not None:
             fields[name] = tuple(fields[name])
     return RunRecord(**fields)
 

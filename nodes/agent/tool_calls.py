@@ -26,7 +26,8 @@ async def tool_calls(state: AgentState, runtime: Runtime[RunContext]) -> dict[st
     registry = turn_registry(state)
     offered = {tool.name: tool for tool in (await offered_tools(context, services, state.get("oauth_declined")))[0]}
     budget = services.settings.agent_max_tool_calls - state.get("tool_calls_made", 0)
-    tool_context = ToolContext(services, context.tenant_id, tuple(request.knowledge_base_ids), registry, context.user_id)
+    tool_context = ToolContext(services, context.tenant_id, tuple(request.knowledge_base_ids), registry, context.user_id,
+                               context.groups, context.key_knowledge_bases)
     answered: list[dict[str, Any]] = []
     given: list[SourceChunk] = []
     images: list[dict[str, str]] = []

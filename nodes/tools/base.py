@@ -15,6 +15,7 @@ from typing import Any
 
 from ragline import defaults
 from ragline.citations import Registry, SourceChunk
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import SearchResult
 from ragline.generation.citing import source_chunks
 from ragline.retrieval.passages import kb_ids_of
@@ -28,6 +29,13 @@ class ToolContext:
     knowledge_bases: tuple[str, ...]  # the turn's, as ids or names
     registry: Registry
     user_id: str = ""  # whose tokens a server needing the user's authorization (MCP OAuth) is reached with
+    groups: tuple[str, ...] = ()  # the user's groups: what restricted documents it may read
+    key_knowledge_bases: tuple[str, ...] | None = None  # a scoped key's bases
+
+    @property
+    def who(self) -> Principal:
+        scope = frozenset(self.key_knowledge_bases) if self.key_knowledge_bases is not None else None
+        return Principal(self.tenant_id, self.user_id, frozenset(self.groups), scope)
 
 
 @dataclass(frozen=True)
@@ -70,8 +78,8 @@ def turn_document(context: ToolContext, document_id: str) -> Knowledge:
     """The tenant's document in the turn's knowledge bases; any other is reported as not found.
     Blocking (catalog reads): call it in a worker thread."""
     stack = context.services.retrieval
-    knowledge = stack.catalog.get_knowledge(document_id)
-    allowed = kb_ids_of(stack, context.knowledge_bases, context.tenant_id) if context.knowledge_bases else []
+    knowledge = stack.knowledge_bases.readable_document(document_id, context.who)
+    allowed = kb_ids_of(stack, context.knowledge_bases, context.who) if context.knowledge_bases else []
     if knowledge is None or knowledge.tenant_id != context.tenant_id or (allowed and knowledge.knowledge_base_id not in allowed):
         raise LookupError(f"no document {document_id!r} in this turn's knowledge bases")
     return knowledge

@@ -50,13 +50,13 @@ async def entity_lookup(arguments: dict[str, Any], context: ToolContext) -> Tool
     store, stack = context.services.graph_store, context.services.retrieval
     if store.unavailable_reason:
         raise GraphUnavailableError(store.unavailable_reason)
-    kb_ids = await asyncio.to_thread(kb_ids_of, stack, context.knowledge_bases, context.tenant_id)
+    kb_ids = await asyncio.to_thread(kb_ids_of, stack, context.knowledge_bases, context.who)
     enabled = await store.extraction_enabled(kb_ids)
     kb_ids = [kb_id for kb_id in kb_ids if kb_id in enabled]
     if not kb_ids:
         raise LookupError("none of this turn's knowledge bases has an entity graph (graph extraction is off)")
     scope = DocumentScope({kb_id: None for kb_id in kb_ids})
-    match, results = await search_entity_graph(store, stack.catalog, scope, names, context.tenant_id)
+    match, results = await search_entity_graph(store, stack.catalog, scope, names, context.who)
     named = {n.knowledge_id for n in match.nodes} | {r.knowledge_id for r in match.relations}
     existing = set(await asyncio.to_thread(stack.catalog.get_knowledge_many, named))
     if not any(n.knowledge_id in existing for n in match.nodes):

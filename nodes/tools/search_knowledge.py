@@ -29,7 +29,7 @@ async def search_knowledge(arguments: dict[str, Any], context: ToolContext) -> T
     if not context.knowledge_bases:
         raise ValueError("this turn has no knowledge base to search")
     services = context.services
-    found = await search_with_images(services.retrieval, services.reranker(), query, context.knowledge_bases, context.tenant_id)
+    found = await search_with_images(services.retrieval, services.reranker(), query, context.knowledge_bases, context.who)
     hits = found.passages + found.image_candidates
     sources = source_chunks(hits)
     rendered = context.registry.render_context(sources)

@@ -21,6 +21,7 @@ from ragline.commands.answer_eval import DEFAULT_TOLERANCE
 from ragline.commands.ingest import ingest_paths
 from ragline.commands.progress import ProgressBar
 from ragline.commands.running import FAILED, INTERRUPTED, describe_failure, run, say_error
+from ragline.contracts.access import Principal
 from ragline.retrieval.errors import IngestionError, RetrievalError
 from ragline.retrieval.types import (
     ChunkingConfig,
@@ -39,7 +40,7 @@ def _known_failures() -> tuple[type[Exception], ...]:
     return RetrievalError, EmbeddingError, OSError, ValueError
 
 
-def _guarded(func: Callable[[argparse.Namespace, Services], Any]) -> Handler:
+def guarded(func: Callable[[argparse.Namespace, Services], Any]) -> Handler:
     """The command with the process's services (built once, closed after) in one event loop; known
     failures become one `ragline: error: ...` line and exit code 1."""
 
@@ -91,7 +92,7 @@ async def kb_create(args: argparse.Namespace, services: Services) -> int:
 
 def kb_list(args: argparse.Namespace, services: Services) -> int:
     stack = services.retrieval
-    kbs = stack.knowledge_bases.list(args.tenant)
+    kbs = stack.knowledge_bases.list(Principal.operator_of(args.tenant))
     if not kbs:
         print("no knowledge bases")
         return 0
@@ -106,7 +107,7 @@ def kb_list(args: argparse.Namespace, services: Services) -> int:
 async def kb_delete(args: argparse.Namespace, services: Services) -> int:
     kb = services.find_knowledge_base(args.name, args.tenant)  # a wrong name fails before the stores open
     stack = services.retrieval
-    await stack.knowledge_bases.delete(kb.id, args.tenant)
+    await stack.knowledge_bases.delete(kb.id, Principal.operator_of(args.tenant))
     await services.graph_store.delete_knowledge_base(kb.id)
     print(f"deleted knowledge base {kb.name}")
     return 0
@@ -118,7 +119,7 @@ async def kb_update(args: argparse.Namespace, services: Services) -> int:
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
     if args.rename is None and args.description is None and tags is None and args.shared is None and args.wiki is None:
         raise RetrievalError("nothing to update: give --rename, --description, --tags, --shared/--private or --wiki/--no-wiki")
-    kb = stack.knowledge_bases.update(kb.id, args.tenant, name=args.rename, description=args.description,
+    kb = stack.knowledge_bases.update(kb.id, Principal.operator_of(args.tenant), name=args.rename, description=args.description,
                                       tags=tags, shared=args.shared, wiki_enabled=args.wiki)
     print(f"updated knowledge base {kb.name} ({kb.id}): description {kb.description!r}, "
           f"tags {','.join(kb.tags) or '-'}, {'shared' if kb.shared else 'private'}, wiki {'on' if kb.wiki_enabled else 'off'}")
@@ -224,7 +225,8 @@ async def ingest(args: argparse.Namespace, services: Services) -> int:
 async def search(args: argparse.Namespace, services: Services) -> int:
     kb_ids = [services.find_knowledge_base(name, args.tenant).id for name in args.kb]
     stack = services.retrieval
-    params = SearchParams(query=args.query, knowledge_base_ids=kb_ids, tenant_id=args.tenant, match_count=args.top_k,
+    reader = Principal(args.tenant, args.user, frozenset(split_names(args.groups))) if args.user else Principal.operator_of(args.tenant)
+    params = SearchParams(query=args.query, knowledge_base_ids=kb_ids, tenant_id=args.tenant, reader=reader, match_count=args.top_k,
                           disable_vector=args.mode == "keyword", disable_keyword=args.mode == "vector",
                           disable_recall_thresholds=args.no_thresholds)
     results = await stack.searcher.search(params)
@@ -272,6 +274,11 @@ async def evaluate(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def split_names(text: str) -> list[str]:
+    """Comma-separated names, blanks dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `kb`, `doc`, `ingest`, `search` and `eval` to the ragline command."""
     tenant = argparse.ArgumentParser(add_help=False)
@@ -290,12 +297,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--faq-index-mode", choices=[m.value for m in FAQIndexMode], default="question_answer")
     create.add_argument("--graph", action="store_true", help="also extract entities and relationships into the graph (an LLM call per chunk)")
     create.add_argument("--wiki", action="store_true", help="the chat model writes wiki pages from the documents (an LLM call per topic)")
-    create.set_defaults(func=_guarded(kb_create))
+    create.set_defaults(func=guarded(kb_create))
     listing = kb_sub.add_parser("list", parents=[tenant], help="list knowledge bases")
-    listing.set_defaults(func=_guarded(kb_list))
+    listing.set_defaults(func=guarded(kb_list))
     delete = kb_sub.add_parser("delete", parents=[tenant], help="delete a knowledge base and its index rows")
     delete.add_argument("name")
-    delete.set_defaults(func=_guarded(kb_delete))
+    delete.set_defaults(func=guarded(kb_delete))
     update = kb_sub.add_parser("update", parents=[tenant], help="rename a knowledge base or change its description, tags, sharing")
     update.add_argument("name")
     update.add_argument("--rename", default=None, help="new name")
@@ -307,30 +314,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     wiki = update.add_mutually_exclusive_group()
     wiki.add_argument("--wiki", dest="wiki", action="store_true", default=None, help="write wiki pages from the documents")
     wiki.add_argument("--no-wiki", dest="wiki", action="store_false", help="stop the wiki and remove its pages")
-    update.set_defaults(func=_guarded(kb_update))
+    update.set_defaults(func=guarded(kb_update))
     reindex = kb_sub.add_parser("reindex", parents=[tenant],
                                 help="re-chunk every document from its stored text with the current chunker (re-ingest a PDF for its pages)")
     reindex.add_argument("name")
-    reindex.set_defaults(func=_guarded(kb_reindex))
+    reindex.set_defaults(func=guarded(kb_reindex))
     rebuild = kb_sub.add_parser("wiki", parents=[tenant], help="rebuild the wiki pages of a knowledge base now")
     rebuild.add_argument("name")
-    rebuild.set_defaults(func=_guarded(kb_wiki))
+    rebuild.set_defaults(func=guarded(kb_wiki))
 
     doc = subparsers.add_parser("doc", help="list or delete the documents of a knowledge base")
     doc_sub = doc.add_subparsers(dest="doc_command", required=True)
     doc_ls = doc_sub.add_parser("list", parents=[tenant], help="list the documents of a knowledge base")
     doc_ls.add_argument("--kb", required=True, help="knowledge base name")
-    doc_ls.set_defaults(func=_guarded(doc_list))
+    doc_ls.set_defaults(func=guarded(doc_list))
     doc_rm = doc_sub.add_parser("delete", parents=[tenant], help="delete documents with their vectors and keyword rows")
     doc_rm.add_argument("documents", nargs="+", metavar="DOC", help="document id, source path or title")
     doc_rm.add_argument("--kb", required=True, help="knowledge base name")
-    doc_rm.set_defaults(func=_guarded(doc_delete))
+    doc_rm.set_defaults(func=guarded(doc_delete))
 
     ing = subparsers.add_parser("ingest", parents=[tenant], help="ingest files or folders into a knowledge base")
     ing.add_argument("paths", nargs="+", metavar="PATH")
     ing.add_argument("--kb", required=True, help="knowledge base name")
     ing.add_argument("--dry-run", action="store_true", help="FAQ import: validate and report, store nothing")
-    ing.set_defaults(func=_guarded(ingest))
+    ing.set_defaults(func=guarded(ingest))
 
     find = subparsers.add_parser("search", parents=[tenant], help="hybrid search in knowledge bases")
     find.add_argument("query")
@@ -338,7 +345,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     find.add_argument("--top-k", type=int, default=10)
     find.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default="hybrid")
     find.add_argument("--no-thresholds", action="store_true", help="keep hits below the recall thresholds")
-    find.set_defaults(func=_guarded(search))
+    find.add_argument("--user", default="", help="search as this user: restricted documents it may not read are left out")
+    find.add_argument("--groups", default="", help="that user's groups, comma-separated")
+    find.set_defaults(func=guarded(search))
 
     ev = subparsers.add_parser("eval", help="score retrieval (or, with --answers, whole answers) on a BEIR-layout folder")
     ev.add_argument("data_dir")
@@ -355,4 +364,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="ask the questions again without their gold paragraphs and report how many end in the fallback (doubles the run)")
     qa.add_argument("--baseline", default=None, metavar="REPORT", help="compare with an earlier report; exit 3 when a quality metric drops")
     qa.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help=f"drop allowed by --baseline before failing (default {DEFAULT_TOLERANCE})")
-    ev.set_defaults(func=_guarded(evaluate))
+    ev.set_defaults(func=guarded(evaluate))

@@ -15,6 +15,7 @@ import sys
 
 from ragline.commands import running
 from ragline.commands.running import say_error
+from ragline.contracts.access import Principal
 from ragline.services import Services
 
 
@@ -58,7 +59,7 @@ async def _first_turn(services: Services, sample_tenant: str | None) -> None:
     await warm_up(services)
     if sample_tenant is None:
         return
-    kb = await asyncio.to_thread(services.retrieval.knowledge_bases.get_by_name, SAMPLE_KB_NAME, sample_tenant)
+    kb = await asyncio.to_thread(services.retrieval.knowledge_bases.get_by_name, SAMPLE_KB_NAME, Principal.operator_of(sample_tenant))
     request = PipelineRequest(query=WARM_UP_QUESTION, knowledge_base_ids=(kb.id,), summary=SummaryConfig(max_tokens=1))
     await ask(build_graph("ragline", checkpointer=memory_saver()), services, request, sample_tenant)
 
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print("ragline serve: dev mode, no API keys: every request acts as tenant 'default'", file=sys.stderr)
     services = Services.from_settings(settings)  # the composition root of the service
-    tenants = sorted({who.tenant_id for who in keyring.by_digest.values()}) or ["default"]
+    tenants = keyring.tenants() or ["default"]
     if args.sample:
         try:
             _index_sample(services, tenants)

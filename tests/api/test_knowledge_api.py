@@ -143,6 +143,8 @@ def knowledge_requests(kb: str, doc: str, job: str = "JOB") -> list[tuple[str, s
         ("GET", base, {}),
         ("PATCH", base, {"json": {"name": "stolen"}}),
         ("DELETE", base, {}),
+        ("PUT", f"{base}/access", {"json": {"users": ["spy"]}}),
+        ("PUT", f"{base}/documents/{doc}/access", {"json": {}}),
         ("GET", f"{base}/documents", {}),
         ("POST", f"{base}/documents", {"files": {"file": ("x.txt", b"planted")}}),
         ("POST", f"{base}/documents/text", {"json": {"text": "planted"}}),

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from ragline.contracts.access import Principal
 from tests.vector_rows import vector_row_count
 
 WORDS = ("sensor", "battery", "kettle", "station", "pairing", "warranty", "humidity", "wind", "display", "firmware", "reset", "signal")
-
 
 
 def ragline(*args: str) -> subprocess.CompletedProcess:
@@ -46,7 +46,7 @@ def stored(kb_name: str) -> dict[str, int]:
 
     services = Services.from_settings()
     stack = services.retrieval
-    kb = stack.knowledge_bases.resolve(kb_name)
+    kb = stack.knowledge_bases.resolve(kb_name, Principal.operator_of("default"))
     documents = {Path(d.source).name: d.chunk_count for d in stack.catalog.list_knowledge(kb.id)}
     assert vector_row_count(stack.stores["default"].vector, kb.id) == sum(documents.values())  # no orphaned rows
     return documents
@@ -99,7 +99,7 @@ def test_kb_reindex_rechunks_stored_documents_only_when_asked(manuals, folder):
     assert ragline("ingest", str(folder / "kettle.md"), "--kb", manuals).returncode == 0
     services = Services.from_settings()
     stack = services.retrieval
-    kb = stack.knowledge_bases.resolve(manuals)
+    kb = stack.knowledge_bases.resolve(manuals, Principal.operator_of("default"))
     [doc] = stack.catalog.list_knowledge(kb.id)
     [chunk] = stack.catalog.chunks_of(doc.id)
     old = {k: v for k, v in chunk.metadata.items() if k not in ("start", "end")}  # as an older chunker stored it

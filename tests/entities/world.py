@@ -37,9 +37,9 @@ class World:
         stack = RetrievalStack.build(root / "retrieval", Embedder(model="ragline/multilingual-e5-small"), settings)
         return cls(stack, open_graph_store(get_settings()))
 
-    def runtime(self, tenant_id: str = "default") -> Runtime[RunContext]:
+    def runtime(self, tenant_id: str = "default", user_id: str = "default", groups: tuple[str, ...] = ()) -> Runtime[RunContext]:
         services = Services(get_settings(), retrieval_factory=lambda: self.stack, graph_store_factory=lambda: self.store)
-        return Runtime(context=RunContext(tenant_id=tenant_id, host=RunHost(services=services)))
+        return Runtime(context=RunContext(tenant_id=tenant_id, user_id=user_id, groups=groups, host=RunHost(services=services)))
 
     async def kb(self, name: str, graph: bool = True, tenant_id: str = "default", shared: bool = False) -> KnowledgeBase:
         kb = self.stack.knowledge_bases.create(name, tenant_id=tenant_id, shared=shared)

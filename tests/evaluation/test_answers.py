@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ragline.commands import kb as kb_cli
+from ragline.contracts.access import Principal
 from ragline.evaluation.answers import EVAL_TENANT, load_qa_set, sample_questions
 from tests.api.live import memory_settings
 from tests.scripted_model import Reply, last_user_text, system_text
@@ -143,7 +144,7 @@ def test_abstention_asks_again_without_the_gold_paragraphs_and_counts_fallbacks(
     # every paragraph is some sampled question's gold, so the second base is empty: all fallbacks
     assert all(row["fallback"] and not row["citations"] for row in report["abstention"])
     assert report["metrics"]["abstention_rate"] == 1.0
-    names = sorted(kb.name for kb in stack.knowledge_bases.list(EVAL_TENANT))
+    names = sorted(kb.name for kb in stack.knowledge_bases.list(Principal.operator_of(EVAL_TENANT)))
     assert len(names) == 2 and report["settings"]["knowledge_base"] in names  # the full base and the one without gold
 
 
@@ -151,10 +152,10 @@ def test_a_rerun_reuses_the_cached_knowledge_base(run, stack, tmp_path):
     data = write_set(tmp_path / "tiny_qa")
     code, out, _ = run(str(data), "--limit", "1")
     assert code == 0 and (tmp_path / "answers-eval-tiny_qa.json").is_file()  # the default report, in the working directory
-    (kb,) = stack.knowledge_bases.list(EVAL_TENANT)
+    (kb,) = stack.knowledge_bases.list(Principal.operator_of(EVAL_TENANT))
     before = {d.id: d.updated_at for d in stack.catalog.list_knowledge(kb.id)}
     assert run(str(data), "--limit", "1", "--output", str(tmp_path / "b.json"))[0] == 0
-    assert [k.id for k in stack.knowledge_bases.list(EVAL_TENANT)] == [kb.id]
+    assert [k.id for k in stack.knowledge_bases.list(Principal.operator_of(EVAL_TENANT))] == [kb.id]
     assert {d.id: d.updated_at for d in stack.catalog.list_knowledge(kb.id)} == before
 
 

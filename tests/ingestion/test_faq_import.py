@@ -56,9 +56,9 @@ async def test_too_few_faq_hits_from_a_full_vector_list_search_deeper(stack, ing
     depths = []
     inner = stack.stores["default"].vector.query
 
-    async def recording(kb_id, embedding, top_k, knowledge_ids=None):
+    async def recording(kb_id, embedding, top_k, knowledge_ids=None, hidden=()):
         depths.append(top_k)
-        return await inner(kb_id, embedding, top_k, knowledge_ids)
+        return await inner(kb_id, embedding, top_k, knowledge_ids, hidden)
 
     stack.stores["default"].vector.query = recording
     results = await stack.searcher.search(SearchParams(query="tea question", knowledge_base_ids=[kb.id], match_count=3,

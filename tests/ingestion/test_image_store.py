@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ragline.contracts.access import Principal
 from ragline.ingestion.image_store import KEY_PREFIX, RedisImageStore
 from ragline.ingestion.images import ExtractedImage, inspect_image, markdown_reference
 from ragline.ingestion.ocr import OcrEngine
@@ -98,10 +99,10 @@ async def test_deleting_a_knowledge_base_removes_its_images_but_not_those_anothe
     await shared.ingestion.ingest_documents(first.id, [document("log.md", rain, wind), document("notes.md", wind)])
     await shared.ingestion.ingest_documents(other.id, [document("copy.md", rain)])
 
-    await shared.retrieval.knowledge_bases.delete(first.id)
+    await shared.retrieval.knowledge_bases.delete(first.id, Principal.operator_of("default"))
     assert 0 < ttl(shared, wind) <= GRACE_S and ttl(shared, rain) == -1
     assert await gone(shared, wind)
-    await shared.retrieval.knowledge_bases.delete(other.id)
+    await shared.retrieval.knowledge_bases.delete(other.id, Principal.operator_of("default"))
     assert await gone(shared, rain)
 
 

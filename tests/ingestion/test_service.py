@@ -1,5 +1,6 @@
 import pytest
 
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import ChunkType
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.errors import IngestionError
@@ -50,10 +51,10 @@ async def test_deleting_a_document_removes_its_vectors_and_keyword_rows(stack, i
 async def test_deleting_a_kb_removes_its_collection_documents_and_chunks(stack, ingestion):
     kb = stack.knowledge_bases.create("docs")
     doc = await ingestion.ingest_text(kb.id, "Tea grows in Assam.", "tea", "src:tea")
-    await stack.knowledge_bases.delete(kb.id)
+    await stack.knowledge_bases.delete(kb.id, Principal.operator_of("default"))
     assert vectors_dropped(stack.stores["default"].vector, kb.id)
     assert stack.catalog.get_knowledge(doc.id) is None and stack.catalog.chunk_ids_of([doc.id]) == []
-    assert stack.knowledge_bases.list() == []
+    assert stack.knowledge_bases.list(Principal.operator_of("default")) == []
 
 
 async def test_failed_embedding_stores_nothing(stack, ingestion, monkeypatch):

@@ -10,6 +10,7 @@ import asyncio
 
 from redis import Redis
 
+from ragline.contracts.access import Principal
 from ragline.ingestion.wiki import is_wiki_document
 from ragline.ingestion.wiki_lock import LOCK_PREFIX, RedisWikiLocks
 from ragline.ingestion.wiki_scheduler import WikiScheduler
@@ -119,7 +120,7 @@ async def test_a_holder_that_loses_its_lock_abandons_its_rebuild_and_the_new_hol
     scripted_model.on(is_wiki_prompt, Reply.text(PAIRING_PAGE, delay=30), times=1)  # the first page call never returns in time
     script_slow_pages(scripted_model, delay=0)
     await a.ingestion.ingest_text(kb.id, PAIRING[1], title=PAIRING[0])
-    a.retrieval.knowledge_bases.update(kb.id, wiki_enabled=True)  # not A's scheduler: this one, whose lock lives 1 s
+    a.retrieval.knowledge_bases.update(kb.id, Principal.operator_of("default"), wiki_enabled=True)  # not A's scheduler: this one, whose lock lives 1 s
     await scheduler.schedule(kb.id)
     await page_requested(scripted_model)
     client.set(f"{LOCK_PREFIX}{kb.id}", "another-process", ex=2)  # as if the lock expired and another process took it
@@ -138,7 +139,7 @@ async def test_deleting_a_knowledge_base_on_another_replica_deletes_its_wiki_key
     await a.wiki.drain()
     assert wiki_keys(redis_server, kb.id)  # the last report and the request count
 
-    await b.retrieval.knowledge_bases.delete(kb.id)  # B never rebuilt nor read this wiki
+    await b.retrieval.knowledge_bases.delete(kb.id, Principal.operator_of("default"))  # B never rebuilt nor read this wiki
     assert wiki_keys(redis_server, kb.id) == []
 
 
@@ -149,6 +150,6 @@ async def test_a_rebuild_running_while_its_base_is_deleted_leaves_no_wiki_keys(
     await page_requested(scripted_model)
     assert {key.decode().rsplit(":", 2)[1] for key in wiki_keys(redis_server, kb.id)} == {"building", "requests", "lock"}
 
-    await b.retrieval.knowledge_bases.delete(kb.id)
+    await b.retrieval.knowledge_bases.delete(kb.id, Principal.operator_of("default"))
     await a.wiki.drain()  # A's page comes back after the delete: its report is not recorded
     assert wiki_keys(redis_server, kb.id) == []

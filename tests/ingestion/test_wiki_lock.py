@@ -10,6 +10,7 @@ import logging
 import pytest
 from redis import Redis
 
+from ragline.contracts.access import Principal
 from ragline.ingestion.wiki import is_wiki_document
 from ragline.ingestion.wiki_lock import LOCK_PREFIX, RedisWikiLocks
 from ragline.ingestion.wiki_scheduler import WikiScheduler
@@ -56,10 +57,10 @@ async def test_a_rebuild_that_lost_its_lock_writes_and_removes_no_page_before_it
     bread = await a.ingestion.ingest_text(kb.id, BREAD[1], title=BREAD[0])
     await a.wiki.drain()
     assert page_titles(a, kb.id) == {PAIRING[0], BREAD[0]}
-    a.retrieval.knowledge_bases.update(kb.id, wiki_enabled=False)  # the next changes start no rebuild on A's scheduler
+    a.retrieval.knowledge_bases.update(kb.id, Principal.operator_of("default"), wiki_enabled=False)  # the next changes start no rebuild on A's scheduler
     await a.ingestion.ingest_text(kb.id, BATTERY[1], title=BATTERY[0])  # now one page for both Aurora documents ...
     await a.ingestion.delete_knowledge(kb.id, bread.id)  # ... and none for the bread
-    a.retrieval.knowledge_bases.update(kb.id, wiki_enabled=True)
+    a.retrieval.knowledge_bases.update(kb.id, Principal.operator_of("default"), wiki_enabled=True)
 
     client = Redis.from_url(redis_server.url)
     # renewed every 20 s: within this test only the fence can tell the rebuild its lock is gone

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
+from ragline.contracts.access import Principal
 from tests.api.test_wiki_api import PAIRING, script_pages
 from tests.scripted_model import ScriptedModel
 
@@ -48,7 +49,7 @@ async def test_no_wiki_status_or_lock_call_blocks_the_event_loop(wiki_replicas, 
     await a.ingestion.ingest_text(kb.id, PAIRING[1], title=PAIRING[0])  # schedule: the request, the building mark
     await a.wiki.drain()  # the lock, the fence, the finish, the report, the release
     assert (await b.wiki.rebuild(kb.id)).state == "ok"  # another replica: its schedule, rebuild and status read
-    await b.retrieval.knowledge_bases.delete(kb.id)  # forget: the base's wiki keys go
+    await b.retrieval.knowledge_bases.delete(kb.id, Principal.operator_of("default"))  # forget: the base's wiki keys go
 
     assert {"HINCRBY", "EVALSHA", "GET", "SET", "DEL"} <= {command for command, _ in calls}
     assert [command for command, on_loop in calls if on_loop] == []

@@ -1,4 +1,5 @@
 
+from ragline.contracts.access import AccessRule, Principal
 from ragline.contracts.passages import SearchTarget, merge_search_results
 from ragline.contracts.request import PipelineRequest
 from ragline.entities.store import open_graph_store
@@ -77,7 +78,7 @@ async def test_knowledge_bases_of_another_tenant_are_dropped_unless_shared(world
     await world.graph(doc, {"Eiffel Tower": [chunks[0].id]})
     request = PipelineRequest(query="q", knowledge_base_ids=(private.id,))
     assert (await entity_search(_state(request, ["Eiffel Tower"], [private.id]), world.runtime()))["search_results"] == []
-    world.stack.knowledge_bases.update(private.id, "other-tenant", shared=True)
+    world.stack.knowledge_bases.update(private.id, Principal.operator_of("other-tenant"), shared=True)
     shared = await entity_search(_state(request, ["Eiffel Tower"], [private.id]), world.runtime())
     assert [r.id for r in shared["search_results"]] == [chunks[0].id]
 
@@ -112,3 +113,15 @@ async def test_entity_search_over_neo4j_bolt(world, falkordb, monkeypatch):
     update = await entity_search(_state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["gustave"], [kb.id]), world.runtime())
     assert [r.id for r in update["search_results"]] == [chunks[1].id]
     assert update["graph_result"]["relations"][0]["target"] == "Eiffel Tower"
+
+
+async def test_an_entity_is_seen_only_through_passages_the_reader_may_read(world):
+    kb = await world.kb("Landmarks")
+    secret, chunks = world.document(kb, "Secret", ["The Eiffel Tower hides a private apartment."])
+    await world.graph(secret, {"Eiffel Tower": [chunks[0].id]})
+    world.stack.knowledge_bases.set_document_access(secret.id, Principal.operator_of("default"), AccessRule(groups=["staff"]))
+    state = _state(PipelineRequest(query="q", knowledge_base_ids=(kb.id,)), ["Eiffel Tower"], [kb.id])
+    outsider = await entity_search(state, world.runtime(user_id="visitor"))
+    assert outsider["search_results"] == [] and outsider["graph_result"] == {"nodes": [], "relations": []}
+    insider = await entity_search(state, world.runtime(user_id="guide", groups=("staff",)))
+    assert [r.id for r in insider["search_results"]] == [chunks[0].id] and insider["graph_result"]["nodes"]

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from ragline import defaults
+from ragline.contracts.access import Principal
 from ragline.entities.types import Namespace
 from ragline.retrieval.entity_hits import namespaces_of, search_entity_graph
 from ragline.retrieval.scope import DocumentScope
@@ -22,7 +23,7 @@ class _HangingGraph:
 async def test_a_graph_that_does_not_answer_is_given_up_after_the_limit(monkeypatch):
     monkeypatch.setattr(defaults, "ENTITY_SEARCH_TIMEOUT_S", 0.05)
     with pytest.raises(TimeoutError, match="did not answer within 0.05 s"):
-        await search_entity_graph(_HangingGraph(), None, DocumentScope({"kb": None}), ["Aurora"], "default")
+        await search_entity_graph(_HangingGraph(), None, DocumentScope({"kb": None}), ["Aurora"], Principal("default", "default"))
 
 
 def test_a_whole_base_is_one_namespace_and_a_scoped_target_one_per_document():

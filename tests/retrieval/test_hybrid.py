@@ -2,6 +2,7 @@ import asyncio
 
 import pytest
 
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import MatchType
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.errors import (
@@ -47,12 +48,12 @@ class RecordingVectorStore:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    async def query(self, kb_id, embedding, top_k, knowledge_ids=None):
+    async def query(self, kb_id, embedding, top_k, knowledge_ids=None, hidden=()):
         self.depths.append(top_k)
         if self.fail:
             raise ConnectionError("vector store unreachable")
         await asyncio.sleep(self.delay)
-        return await self.inner.query(kb_id, embedding, top_k, knowledge_ids)
+        return await self.inner.query(kb_id, embedding, top_k, knowledge_ids, hidden)
 
 
 def test_match_count_below_one_normalises_to_50():
@@ -103,7 +104,7 @@ async def test_a_tenant_cannot_search_another_tenants_kb_unless_shared(stack, in
     params = SearchParams(query="towers", knowledge_base_ids=[kb.id], tenant_id="globex")
     with pytest.raises(KnowledgeBaseAccessError):
         await stack.searcher.search(params)
-    stack.knowledge_bases.update(kb.id, "acme", shared=True)
+    stack.knowledge_bases.update(kb.id, Principal.operator_of("acme"), shared=True)
     assert await stack.searcher.search(params.model_copy(update={"disable_recall_thresholds": True}))
     with pytest.raises(KnowledgeBaseNotFoundError):
         await stack.searcher.search(SearchParams(query="towers", knowledge_base_ids=["missing"]))

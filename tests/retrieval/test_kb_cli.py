@@ -6,6 +6,7 @@ import asyncio
 import pytest
 
 from ragline.commands import kb as kb_cli
+from ragline.contracts.access import Principal
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.types import SearchParams
 
@@ -39,10 +40,10 @@ def test_kb_update_renames_and_replaces_description_tags_and_sharing(run, stack,
     code, out, _ = run("kb", "update", "manuals", "--rename", "handbooks", "--description", "device manuals",
                        "--tags", "devices, sensors", "--shared")
     assert code == 0 and "handbooks" in out
-    kb = stack.knowledge_bases.get(manuals.id)
+    kb = stack.knowledge_bases.get(manuals.id, Principal.operator_of("default"))
     assert (kb.name, kb.description, kb.tags, kb.shared) == ("handbooks", "device manuals", ["devices", "sensors"], True)
     assert run("kb", "update", "handbooks", "--tags", "", "--private")[0] == 0
-    assert stack.knowledge_bases.get(manuals.id).tags == [] and not stack.knowledge_bases.get(manuals.id).shared
+    assert stack.knowledge_bases.get(manuals.id, Principal.operator_of("default")).tags == [] and not stack.knowledge_bases.get(manuals.id, Principal.operator_of("default")).shared
 
 
 def test_kb_update_without_changes_or_onto_a_taken_name_is_a_one_line_error(run, stack, manuals):

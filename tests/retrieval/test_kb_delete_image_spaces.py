@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragline.contracts.access import Principal
 from ragline.retrieval.image_recall import image_space
 from ragline.retrieval.redis_vectors import RedisVectorStore, dimension_key
 from ragline.retrieval.vector_store import VectorRow
@@ -36,7 +37,7 @@ async def test_deleting_a_kb_drops_the_image_spaces_of_every_image_model_and_no_
     if isinstance(vector, RedisVectorStore):  # a dimension key that outlived its index
         vector.client.set(dimension_key(orphan), 8)
 
-    await kb.stack.knowledge_bases.delete(kb.kb_id)
+    await kb.stack.knowledge_bases.delete(kb.kb_id, Principal.operator_of("default"))
 
     assert vectors_dropped(vector, current) and vectors_dropped(vector, earlier)
     assert vector_row_count(vector, others) == 1

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from ragline.contracts.access import Principal
 from ragline.ingestion.service import TextDocument
 from ragline.retrieval.catalog import Catalog, ChunkRecord, SqliteCatalog
 from ragline.retrieval.config import RetrievalConfig
@@ -123,5 +124,5 @@ async def test_hybrid_search_through_a_stack_with_redis_keywords(tmp_path, embed
     results = await stack.searcher.search(SearchParams(query="turbulent boundary layer", knowledge_base_ids=[kb.id],
                                                        disable_vector=True))
     assert results and results[0].knowledge_title == "t3"
-    await stack.knowledge_bases.delete(kb.id)
+    await stack.knowledge_bases.delete(kb.id, Principal.operator_of("default"))
     assert not stack.stores["default"].keyword._index(kb.id).exists()

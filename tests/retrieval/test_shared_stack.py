@@ -9,6 +9,7 @@ import os
 import signal
 from pathlib import Path
 
+from ragline.contracts.access import Principal
 from ragline.ingestion.service import IngestionService
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.config import RetrievalConfig
@@ -36,7 +37,7 @@ async def test_a_document_ingested_on_one_replica_is_found_on_another(redis_serv
     pump = await IngestionService(a).ingest_text(kb.id, PUMP, "pump", "src:pump")
     await IngestionService(a).ingest_text(kb.id, TEA, "tea", "src:tea")
 
-    assert [k.name for k in b.knowledge_bases.list()] == ["manuals"]
+    assert [k.name for k in b.knowledge_bases.list(Principal.operator_of("default"))] == ["manuals"]
     found = await b.searcher.search(SearchParams(query="How long does the pump take to prime?", knowledge_base_ids=[kb.id]))
     assert found and found[0].knowledge_id == pump.id and found[0].content == PUMP
 

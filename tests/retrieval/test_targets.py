@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragline.contracts.access import Principal
 from ragline.contracts.passages import SearchTarget
 from ragline.contracts.request import PipelineRequest
 from ragline.ingestion.service import TextDocument
@@ -21,14 +22,14 @@ async def _kb(stack, ingestion):
 
 async def test_a_question_finds_its_passage_and_an_off_topic_one_finds_nothing(stack, ingestion):
     targets = await _kb(stack, ingestion)
-    found = await search_targets(stack, "How long does the outdoor sensor battery last?", "default", targets)
+    found = await search_targets(stack, "How long does the outdoor sensor battery last?", Principal("default", "default"), targets)
     assert found and found[0].knowledge_title == "battery" and "relevance" in found[0].metadata
-    assert await search_targets(stack, "What is the capital of France?", "default", targets) == []
+    assert await search_targets(stack, "What is the capital of France?", Principal("default", "default"), targets) == []
 
 
 async def test_without_the_gate_the_off_topic_question_keeps_its_hits(stack, ingestion):
     targets = await _kb(stack, ingestion)
-    hits = await search_targets(stack, "What is the capital of France?", "default", targets,
+    hits = await search_targets(stack, "What is the capital of France?", Principal("default", "default"), targets,
                                 TargetSearch(relevance_gate=False, vector_threshold=0.0, keyword_threshold=0.0))
     assert hits and all("relevance" not in hit.metadata for hit in hits)
 
