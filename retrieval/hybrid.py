@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field, replace
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from ragline import defaults
-from ragline.contracts.access import Principal
+from ragline.contracts.access import AccessRule, Principal
 from ragline.contracts.passages import ChunkType, MatchType, SearchResult
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import Catalog, ChunkRecord
@@ -40,6 +41,7 @@ from ragline.retrieval.types import KnowledgeBase, KnowledgeBaseType, SearchPara
 from ragline.retrieval.vector_store import VectorStore
 
 log = logging.getLogger(__name__)
+HIDDEN_CACHE_READERS = 64  # readers whose hidden documents are kept (each a set of up to the restricted documents' ids)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,9 @@ class HybridSearcher:
         self.embedders = embedders
         self.settings = settings
         self.image_embedder = image_embedder  # the multimodal model; None: no image recall, nothing changes
+        self._rules: dict[str, tuple[tuple[int, int] | None, dict[str, AccessRule]]] = {}  # per base: its stamp, its restricted documents
+        self._hidden: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()  # (stamps, user, groups) -> what that reader may not read
+        self._access_lock = threading.Lock()
 
     async def search(self, params: SearchParams) -> list[SearchResult]:
         kbs, hidden = await asyncio.to_thread(self.readable, params.knowledge_base_ids, params.who())  # step 1 (the catalog: a file or Redis)
@@ -119,11 +124,39 @@ class HybridSearcher:
         return kbs
 
     def readable(self, kb_ids: list[str], who: Principal) -> tuple[list[KnowledgeBase], frozenset[str]]:
-        """The bases `who` may search, and their documents `who` may not read (read now, on every
-        search: a changed rule holds from the next question on)."""
+        """The bases `who` may search, and their documents `who` may not read. The bases' access
+        stamps are read on every search, so a changed rule holds from the next question on; the
+        restricted documents are read again only when a stamp moved (thousands of rows a search)."""
         kbs = self.authorize(kb_ids, who)
-        restricted = self.catalog.restricted_documents([kb.id for kb in kbs])
-        return kbs, frozenset(doc_id for doc_id, rule in restricted.items() if rule.lets_in(who) is None)
+        if who.operator:  # every rule lets the service's own work in
+            return kbs, frozenset()
+        ids = [kb.id for kb in kbs]
+        stamps = self.catalog.access_stamps(ids)  # before the rules: a change in between is read again next time
+        key = (tuple((kb_id, stamps.get(kb_id)) for kb_id in ids), who.user_id, who.groups)
+        with self._access_lock:
+            cached = self._hidden.get(key)
+            if cached is not None:
+                self._hidden.move_to_end(key)
+                return kbs, cached
+        restricted: dict[str, AccessRule] = {}
+        for kb_id in ids:
+            rules = self._rules.get(kb_id)
+            if rules is None or rules[0] != stamps.get(kb_id):
+                rules = (stamps.get(kb_id), self.catalog.restricted_documents([kb_id]))
+                self._rules[kb_id] = rules
+            restricted.update(rules[1])
+        refused: dict[int, bool] = {}  # per distinct rule (the catalog parses each once): a few rules, thousands of documents
+        hidden = []
+        for doc_id, rule in restricted.items():
+            if id(rule) not in refused:
+                refused[id(rule)] = rule.lets_in(who) is None
+            if refused[id(rule)]:
+                hidden.append(doc_id)
+        with self._access_lock:
+            self._hidden[key] = answer = frozenset(hidden)
+            while len(self._hidden) > HIDDEN_CACHE_READERS:
+                self._hidden.popitem(last=False)
+        return kbs, answer
 
     async def _prepare_query(self, params: SearchParams, kbs: list[KnowledgeBase], hidden: frozenset[str] = frozenset()) -> _Query:
         use_keyword = not params.disable_keyword and any(kb.type == KnowledgeBaseType.DOCUMENT for kb in kbs)

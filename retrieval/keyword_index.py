@@ -51,7 +51,19 @@ class _Snapshot:
     revision: int
     retriever: bm25s.BM25 | None
     chunk_ids: np.ndarray
-    knowledge_ids: np.ndarray
+    document_codes: np.ndarray  # each chunk's document as an integer: masks compare integers, not strings
+    code_of: dict[str, int]  # document id -> its code
+
+    @classmethod
+    def of(cls, revision: int, retriever: bm25s.BM25 | None, chunk_ids: list[str], knowledge_ids: list[str]) -> _Snapshot:
+        code_of: dict[str, int] = {}
+        codes = np.fromiter((code_of.setdefault(k, len(code_of)) for k in knowledge_ids), dtype=np.int64, count=len(knowledge_ids))
+        return cls(revision, retriever, np.asarray(chunk_ids, dtype=object), codes, code_of)
+
+    def of_documents(self, knowledge_ids: Collection[str]) -> np.ndarray:
+        """Which chunks belong to one of these documents (a set lookup per document, not per chunk pair)."""
+        codes = [self.code_of[k] for k in knowledge_ids if k in self.code_of]
+        return np.isin(self.document_codes, np.asarray(codes, dtype=np.int64))
 
 
 class Bm25sKeywordIndex:
@@ -94,8 +106,7 @@ class Bm25sKeywordIndex:
             if current is not None and current.revision == self.catalog.kb_revision(kb_id):
                 return current
             corpus = self.catalog.keyword_corpus(kb_id)
-            fresh = _Snapshot(corpus.revision, self.build(corpus.tokens),
-                              np.asarray(corpus.chunk_ids, dtype=object), np.asarray(corpus.knowledge_ids, dtype=object))
+            fresh = _Snapshot.of(corpus.revision, self.build(corpus.tokens), corpus.chunk_ids, corpus.knowledge_ids)
             self._snapshots[kb_id] = fresh
             return fresh
 
@@ -106,9 +117,9 @@ class Bm25sKeywordIndex:
             return []
         scores = snap.retriever.get_scores(tokens)
         if knowledge_ids:
-            scores = np.where(np.isin(snap.knowledge_ids, list(knowledge_ids)), scores, 0.0)
+            scores = np.where(snap.of_documents(knowledge_ids), scores, 0.0)
         if hidden:
-            scores = np.where(np.isin(snap.knowledge_ids, list(hidden)), 0.0, scores)
+            scores = np.where(snap.of_documents(hidden), 0.0, scores)
         k = min(top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]

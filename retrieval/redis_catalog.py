@@ -26,7 +26,7 @@ from ragline.contracts.access import AccessRule
 from ragline.contracts.passages import ChunkType
 from ragline.redis_clients import out_of_memory
 from ragline.retrieval import redis_catalog_scripts as lua
-from ragline.retrieval.catalog import ChunkRecord, KeywordCorpus, access_json
+from ragline.retrieval.catalog import ChunkRecord, KeywordCorpus, access_json, stored_rule
 from ragline.retrieval.errors import KnowledgeBaseExistsError, RetrievalError
 from ragline.retrieval.redis_connect import connect_search
 from ragline.retrieval.types import Knowledge, KnowledgeBase, utcnow
@@ -180,7 +180,14 @@ class RedisCatalog:
             for kb_id in kb_ids:
                 pipe.hgetall(f"{PREFIX}restricted:{kb_id}")
             replies = pipe.execute()
-        return {_text(kid): AccessRule.model_validate_json(rule) for reply in replies for kid, rule in reply.items()}
+        return {_text(kid): stored_rule(rule) for reply in replies for kid, rule in reply.items()}
+
+    def access_stamps(self, kb_ids: list[str]) -> dict[str, tuple[int, int]]:
+        with self.client.pipeline(transaction=False) as pipe:
+            for kb_id in kb_ids:
+                pipe.hmget(f"{PREFIX}kb:{kb_id}", ["revision", "access_revision"])
+            replies = pipe.execute()
+        return {kb_id: (int(revision), int(access or 0)) for kb_id, (revision, access) in zip(kb_ids, replies) if revision is not None}
 
     def set_knowledge_access(self, knowledge_id: str, rule: AccessRule) -> Knowledge | None:
         for _ in range(_SNAPSHOT_TRIES):  # a writer replaced the document between the read and the write: read again

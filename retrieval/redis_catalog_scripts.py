@@ -4,7 +4,7 @@ either before or after a write, never in between, and a writer that dies leaves 
 Keys (P is the catalog prefix, `ragline:cat:`):
   P kbs                 set of KB ids
   P kbnames             hash "<tenant>\\n<name>" -> KB id (names are unique per tenant)
-  P kb:<kb>             hash body (KnowledgeBase JSON), revision, name, tenant
+  P kb:<kb>             hash body (KnowledgeBase JSON), revision, access_revision (bumped when a stored document's rule is set), name, tenant
   P kbdocs:<kb>         set of document ids;  P kbsrc:<kb>  hash source -> document id
   P doc:<id>            hash body (Knowledge JSON), kb, source, rev (the current revision), images and
                         chunks (JSON lists: image handles, chunk ids in written order)
@@ -149,5 +149,6 @@ if cur[1] ~= ARGV[3] then return 0 end
 redis.call('HSET', P .. 'doc:' .. kid, 'body', ARGV[4])
 if ARGV[5] == '' then redis.call('HDEL', P .. 'restricted:' .. cur[2], kid)
 else redis.call('HSET', P .. 'restricted:' .. cur[2], kid, ARGV[5]) end
+if redis.call('EXISTS', P .. 'kb:' .. cur[2]) == 1 then redis.call('HINCRBY', P .. 'kb:' .. cur[2], 'access_revision', 1) end
 return 1
 """

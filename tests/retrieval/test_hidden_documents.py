@@ -100,3 +100,33 @@ async def test_a_document_restricted_after_the_search_read_the_rules_is_still_le
     params = SearchParams(query="What does the vault policy say?", knowledge_base_ids=[kb], match_count=5,
                           disable_recall_thresholds=True, reader=Principal("default", "eve"))
     assert {hit.knowledge_id for hit in await backend.searcher.search(params)} <= {ids["Open"]}  # fewer hits, never a secret
+
+
+async def test_a_reader_who_may_read_little_still_gets_its_nearest_readable_rows(stack, ingestion):
+    """Chroma is asked deeper without a filter first; when the readable rows are too few among
+    those, the filtered query runs: the open document is found behind 40 nearer secrets."""
+    kb = stack.knowledge_bases.create("deep-vault")
+    secrets = [TextDocument(f"The vault code policy number {n} says the vault opens at dawn.", f"Secret {n}", f"s:{n}") for n in range(40)]
+    stored = await ingestion.ingest_documents(kb.id, [*secrets, TextDocument(OPEN["Open"], "Open", "t:Open")])
+    for knowledge in stored[:-1]:
+        stack.knowledge_bases.set_document_access(knowledge.id, Principal.operator_of("default"), AccessRule(groups=["vault"]))
+    vector = await stack.embedders.for_kb(kb).embed_query("What does the vault code policy say?")
+    hidden = frozenset(k.id for k in stored[:-1])
+    found = await stack.stores["default"].vector.query(kb.id, vector, 3, None, hidden)
+    assert {hit.chunk_id for hit in found.hits} == set(stack.catalog.chunk_ids_of([stored[-1].id]))
+
+
+async def test_a_rule_set_anywhere_holds_for_the_next_search(backend, tmp_path: Path, embedder):
+    """A reader's hidden documents are kept between searches until a base's stamp moves: a rule set
+    through another process's catalog (a replica, on the shared Redis) holds for the next search."""
+    kb, ids = await restricted_world(backend)
+    other = backend
+    if isinstance(backend.config.redis_url, str):  # a second replica's stack on the same Redis
+        other = RetrievalStack.build(tmp_path / "replica", embedder, RetrievalConfig(redis_url=backend.config.redis_url, chroma_url=None))
+    eve = SearchParams(query="What does the vault policy say?", knowledge_base_ids=[kb], match_count=20,
+                       disable_recall_thresholds=True, reader=Principal("default", "eve"))
+    assert {hit.knowledge_id for hit in await backend.searcher.search(eve)} == {ids["Open"]}
+    other.knowledge_bases.set_document_access(ids["Secret 3"], Principal.operator_of("default"), AccessRule(users=["eve"]))
+    assert {hit.knowledge_id for hit in await backend.searcher.search(eve)} == {ids["Open"], ids["Secret 3"]}
+    other.knowledge_bases.set_document_access(ids["Secret 3"], Principal.operator_of("default"), AccessRule(groups=["vault"]))
+    assert {hit.knowledge_id for hit in await backend.searcher.search(eve)} == {ids["Open"]}
