@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import json
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 from harness import ROOT, SMOKE_EVAL, parse_args, percentile
+from retrieval_latency import questions, sentences  # the Cranfield sentences and questions it searches too
 
 from ragline.contracts.access import AccessRule, Principal
 from ragline.ingestion.service import IngestionService, TextDocument
@@ -74,17 +74,6 @@ class HashedVectors(Embedder):
         vectors = np.stack([np.random.default_rng(s).standard_normal(DIM) for s in seeds]).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors.tolist()
-
-
-def sentences(data: Path) -> list[str]:
-    with (data / "corpus.jsonl").open(encoding="utf-8") as fh:
-        texts = [json.loads(line)["text"] for line in fh]
-    return [s.strip() + " ." for t in texts for s in t.split(" . ") if len(s.split()) >= 4]
-
-
-def questions(data: Path) -> list[str]:
-    with (data / "queries.jsonl").open(encoding="utf-8") as fh:
-        return [json.loads(line)["text"] for line in fh]
 
 
 def group_name(n: int) -> str:

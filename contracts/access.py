@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+ACCESS = "access"  # a passage's metadata key: the rule that let its reader see it ("tenant-wide", "document: group hr")
 _NAME_CHARS = 200
 _NAMES = 200
 

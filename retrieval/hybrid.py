@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from ragline import defaults
-from ragline.contracts.access import AccessRule, Principal
+from ragline.contracts.access import ACCESS, AccessRule, Principal, decide
 from ragline.contracts.passages import ChunkType, MatchType, SearchResult
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import Catalog, ChunkRecord
@@ -109,7 +109,7 @@ class HybridSearcher:
         fused = await self._drop_negative_faq(fused, params.query, kbs)
         if kbs[0].type == KnowledgeBaseType.FAQ and filled:  # step 8: the primary KB is an FAQ base
             fused = await self._deepen_faq(groups, query, pool, fused, match_count, params.query)
-        return await asyncio.to_thread(self._to_results, fused[:match_count], params.who())  # step 9
+        return await asyncio.to_thread(self._to_results, fused[:match_count], params.who(), kbs)  # step 9
 
     def authorize(self, kb_ids: list[str], who: Principal) -> list[KnowledgeBase]:
         found = self.catalog.get_kbs(list(dict.fromkeys(kb_ids)))
@@ -296,25 +296,27 @@ class HybridSearcher:
             fused = await self._drop_negative_faq(fused, raw_query, [kb for members in groups.values() for kb in members])
         return fused
 
-    def _to_results(self, fused: list[Fused], who: Principal) -> list[SearchResult]:
+    def _to_results(self, fused: list[Fused], who: Principal, kbs: list[KnowledgeBase]) -> list[SearchResult]:
         """Step 9: attach chunk content and neighbours; hits the catalog no longer knows are dropped,
         and so is a document `who` may not read as the catalog has it now: one committed (a store's
-        rows come first) or narrowed after the search read the restricted documents."""
+        rows come first) or narrowed after the search read the restricted documents. Each result
+        says which rule let its reader see it (`metadata.access`, carried to its reference)."""
         chunks = self.catalog.get_chunks(f.chunk_id for f in fused)
         docs = self.catalog.get_knowledge_many(c.knowledge_id for c in chunks.values())
+        rules = {kb.id: kb.access for kb in kbs}
         out: list[SearchResult] = []
         for f in fused:
             chunk = chunks.get(f.chunk_id)
-            if chunk is None:
+            doc = docs.get(chunk.knowledge_id) if chunk is not None else None
+            if chunk is None or doc is None:  # doc None: deleted between the two reads
                 continue
-            doc = docs.get(chunk.knowledge_id)
-            if doc is None or doc.access.lets_in(who) is None:  # None: deleted between the two reads
-                continue
-            out.append(_result(chunk, f, doc.title))
+            decision = decide(rules.get(chunk.knowledge_base_id, AccessRule()), doc.access, who)
+            if decision.allowed:
+                out.append(_result(chunk, f, doc.title, decision.reason))
         return out
 
 
-def _result(chunk: ChunkRecord, fused: Fused, title: str) -> SearchResult:
+def _result(chunk: ChunkRecord, fused: Fused, title: str, access: str) -> SearchResult:
     # an image row is only ever found through its image vector: the rerank image rules and context images key on this
     match = MatchType.IMAGE_VECTOR if chunk.chunk_type == ChunkType.IMAGE_VECTOR else fused.match_type
     return SearchResult(
@@ -322,7 +324,7 @@ def _result(chunk: ChunkRecord, fused: Fused, title: str) -> SearchResult:
         knowledge_base_id=chunk.knowledge_base_id, knowledge_title=title, chunk_index=chunk.chunk_index,
         chunk_type=chunk.chunk_type, match_type=match, pre_chunk_id=chunk.pre_id,
         next_chunk_id=chunk.next_id, parent_chunk_id=chunk.parent_id, vector_score=fused.vector_score,
-        keyword_score=fused.keyword_score, metadata=chunk.metadata,
+        keyword_score=fused.keyword_score, metadata={**chunk.metadata, ACCESS: access},
     )
 
 

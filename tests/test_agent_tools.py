@@ -15,6 +15,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ragline.agent_tools import RaglineRetriever, ragline_tool, search_tool
+from ragline.contracts.access import AccessRule, Principal
 from ragline.services import Services
 from tests.knowledge_base import create_knowledge_base
 from tests.scripted_model import Reply
@@ -93,3 +94,20 @@ async def test_an_agent_calls_the_tools_and_ragline_events_reach_its_stream(serv
 def test_the_tool_schema_is_one_query():
     tool = ragline_tool(Services(), knowledge_bases=["manuals"])
     assert set(tool.tool_call_schema.model_json_schema()["properties"]) == {"query"}
+
+
+async def test_the_retriever_and_the_answer_tool_read_as_their_user(services, scripted_model):
+    """A document restricted to a group is found by a retriever and a tool made for a user in it,
+    and by neither for a user outside it (the model is not even given its passage)."""
+    stack = services.retrieval
+    warranty = next(d for d in stack.catalog.list_knowledge(stack.knowledge_bases.resolve("manuals", Principal.operator_of("default")).id)
+                    if d.title == "Warranty")
+    stack.knowledge_bases.set_document_access(warranty.id, Principal.operator_of("default"), AccessRule(groups=["support"]))
+    question = "Are batteries covered by the warranty?"
+    inside = await RaglineRetriever(services=services, knowledge_bases=["manuals"], user_id="sam", groups=["support"]).ainvoke(question)
+    outside = await RaglineRetriever(services=services, knowledge_bases=["manuals"], user_id="eve").ainvoke(question)
+    assert any("Batteries are not covered" in d.page_content for d in inside)
+    assert all(d.metadata["knowledge_id"] != warranty.id for d in outside)
+    scripted_model.on(lambda body: True, Reply.text("I cannot tell."))
+    await ragline_tool(services, knowledge_bases=["manuals"], user_id="eve").ainvoke({"query": question})
+    assert "Batteries are not covered" not in str(scripted_model.requests)

@@ -132,6 +132,16 @@ async def test_an_answer_gives_the_model_and_the_reader_only_readable_passages(w
     events = json.dumps([g.event for g in got])
     assert seen(json.dumps(scripted_model.requests)) <= {"Canteen"} and seen(events) <= {"Canteen"} and seen(stored) <= {"Canteen"}
     assert world["ids"]["Salaries"] not in events + stored
+    references = [ref for g in got if g.type == "references" for ref in g.event["knowledge_references"]]
+    assert references and {ref["metadata"]["access"] for ref in references} == {"tenant-wide"}  # the rule that let carol see it
+
+
+async def test_each_result_says_which_rule_let_its_reader_see_it(world):
+    async with client(world, "key-alice") as alice:
+        found = await alice.post(f"{V1}/knowledge-bases/search", json={"query": QUESTION, "knowledge_base_ids": [world["kbs"]["handbook"]],
+                                                                      "vector_threshold": 0.0, "keyword_threshold": 0.0})
+    reasons = {hit["knowledge_title"]: hit["metadata"]["access"] for hit in found.json()["items"]}
+    assert reasons == {"Salaries": "document: group hr", "Canteen": "tenant-wide"}
 
 
 async def test_the_openai_door_answers_from_readable_documents_only(world, scripted_model):
