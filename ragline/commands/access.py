@@ -17,7 +17,8 @@ import argparse
 
 from pydantic import ValidationError
 
-from ragline.commands.kb import guarded, resolve_document, split_names
+from ragline.commands.kb import guarded, resolve_document
+from ragline.commands.running import split_names
 from ragline.contracts.access import AccessRule, Principal
 from ragline.plain_errors import validation_message
 from ragline.retrieval.errors import RetrievalError

@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ragline.commands.running import CLIError, describe_failure, run
+from ragline.commands.running import CLIError, describe_failure, run, split_names
 
 if TYPE_CHECKING:
     from ragline.contracts.request import PipelineRequest
@@ -61,7 +61,7 @@ async def _assistant_turn(args: argparse.Namespace, services: Services, query: s
 
     try:
         async with open_assistant_store(services) as store:
-            turn = await AssistantService(store, services).turn(Principal(args.tenant, args.user), args.assistant, _fields(args, query, kb_ids))
+            turn = await AssistantService(store, services).turn(Principal(args.tenant, args.user, frozenset(split_names(args.groups))), args.assistant, _fields(args, query, kb_ids))
         if turn.assistant.mode == "agent":
             check_agent_model(turn.request, services.settings)
     except Exception as exc:
@@ -116,7 +116,8 @@ async def _ask(args: argparse.Namespace, graphs: Graphs, services: Services, que
     request, assistant = (await _assistant_turn(args, services, query, kb_ids)) if args.assistant else (_request(args, query, kb_ids), {})
     agent = "agent_tools" in assistant  # an agent-mode assistant's turn records its tools
     printer = TerminalPrinter(sys.stdout, sys.stderr, color=sys.stdout.isatty(), searched=bool(kb_ids or request.knowledge_base_ids), agent=agent)
-    context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, **assistant, host=RunHost(services=services))
+    context = RunContext(session_id=session_id, tenant_id=args.tenant, user_id=args.user, groups=tuple(split_names(args.groups)), **assistant,
+                         host=RunHost(services=services))
     graph = graphs.agent() if agent else graphs.pipeline()
     decide = approval_prompt(sys.stderr, sys.stdin.readline)
     asked_at, first_token, completed = time.time(), None, None
@@ -226,7 +227,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assistant", metavar="ID", help="ask with this assistant's configuration (see `ragline assistant list`)")
     parser.add_argument("--sample", action="store_true", help="answer from the bundled sample knowledge base")
     parser.add_argument("--tenant", default="default", help="tenant whose knowledge bases and memories are used")
-    parser.add_argument("--user", default="default", help="user whose long-term memories are recalled")
+    parser.add_argument("--user", default="default", help="user who asks: whose long-term memories are recalled, what restricted documents are read")
+    parser.add_argument("--groups", default="", help="that user's groups, comma-separated (documents restricted to one of them are read)")
     parser.add_argument("--timings", action="store_true", help="print where the time went (start-up, model calls, first token) on stderr")
 
 

@@ -20,7 +20,7 @@ from ragline import defaults
 from ragline.commands.answer_eval import DEFAULT_TOLERANCE
 from ragline.commands.ingest import ingest_paths
 from ragline.commands.progress import ProgressBar
-from ragline.commands.running import FAILED, INTERRUPTED, describe_failure, run, say_error
+from ragline.commands.running import FAILED, INTERRUPTED, describe_failure, run, say_error, split_names
 from ragline.contracts.access import Principal
 from ragline.retrieval.errors import IngestionError, RetrievalError
 from ragline.retrieval.types import (
@@ -272,11 +272,6 @@ async def evaluate(args: argparse.Namespace, services: Services) -> int:
     if args.output:
         Path(args.output).write_text(json.dumps({"name": report.name, "metrics": report.metrics}, indent=2))
     return 0
-
-
-def split_names(text: str) -> list[str]:
-    """Comma-separated names, blanks dropped."""
-    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -54,3 +54,8 @@ def end_interrupted() -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(INTERRUPTED)  # the stores are committed or rolled back by now; threads still computing are dropped
+
+
+def split_names(text: str) -> list[str]:
+    """Comma-separated names (users, groups), blanks dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]

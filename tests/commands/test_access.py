@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.scripted_model import Reply
+
 
 def ragline(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ragline", *args], capture_output=True, text=True, timeout=300, env=os.environ)
@@ -32,3 +34,16 @@ def test_a_document_narrowed_to_a_group_is_explained_and_searched_as_each_user(f
     assert "Salary bands" in ragline("search", "salary bands", "--kb", "handbook", "--user", "bob").stdout
     nobody = ragline("access", "set", "--kb", "handbook")
     assert nobody.returncode == 1 and nobody.stderr.strip().count("\n") == 0 and "say who may read" in nobody.stderr
+
+
+def test_ragline_ask_reads_as_its_user_and_groups(fresh_data_dir, tmp_path: Path, scripted_model):
+    scripted_model.on(lambda body: True, Reply.text("Here is what I found."))
+    (tmp_path / "salaries.md").write_text("Salary bands: engineers earn 50 to 90 thousand a year.\n")
+    assert ragline("kb", "create", "handbook").returncode == 0
+    assert ragline("ingest", "--kb", "handbook", str(tmp_path / "salaries.md")).returncode == 0
+    assert ragline("access", "set", "--kb", "handbook", "--document", "salaries", "--groups", "hr").returncode == 0
+    asked = ragline("ask", "--kb", "handbook", "--user", "bob", "--groups", "eng", "What are the salary bands?")
+    assert asked.returncode == 0, asked.stderr
+    assert "90 thousand" not in str(scripted_model.requests)
+    asked = ragline("ask", "--kb", "handbook", "--user", "alice", "--groups", "hr", "What are the salary bands?")
+    assert asked.returncode == 0 and "90 thousand" in str(scripted_model.requests)
