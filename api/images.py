@@ -1,8 +1,8 @@
 """Stored images by handle: `GET /api/v1/images/<sha256>.<ext>` serves `local://images/<sha256>.<ext>`.
 
 Answers cite image chunks whose ImageInfo holds such a handle; the page shows them as thumbnails
-from here. An image is served only to a tenant that may read a knowledge base with a chunk
-referring to it; any other name (a missing file, another tenant's image, a crafted path) is the
+from here. An image is served only to a reader who may read a document whose chunk shows it (its
+base's rule and its own); any other name (a missing file, another tenant's image, a crafted path) is the
 same 404, so the route says nothing about what exists. The stored name comes only from
 `stored_name`, which accepts nothing but the content-address shape: no traversal. The bytes come
 from the deployment's image store: files in embedded mode, Redis in shared mode.
@@ -20,6 +20,7 @@ from ragline.api.errors import NotFound
 from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
 from ragline.ingestion.images import URL_SCHEME, stored_name
+from ragline.retrieval.catalog import Catalog
 from ragline.service.access import Principal
 
 TAG = "knowledge"
@@ -32,6 +33,14 @@ IMAGE_HEADERS = {
 }
 
 
+def _shown_to(catalog: Catalog, handle: str, who: Principal) -> bool:
+    """Whether a document `who` may read shows the image (its base and its own rule let `who` in)."""
+    documents = catalog.get_knowledge_many(catalog.documents_showing(handle))
+    kbs = catalog.get_kbs(sorted({d.knowledge_base_id for d in documents.values()}))
+    return any((kb := kbs.get(d.knowledge_base_id)) is not None and kb.readable_by(who) and d.access.lets_in(who) is not None
+               for d in documents.values())
+
+
 def handle_of(name: str) -> str:
     """The stored handle a route name stands for (`<sha>.<ext>` -> `local://images/<sha>.<ext>`)."""
     return f"{URL_SCHEME}{name}"
@@ -42,9 +51,7 @@ async def readable_image(svc: HttpHost, who: Principal, handle: str) -> bytes:
     if stored_name(handle) is None:
         raise NotFound("no such image")
     stack = await svc.stack()
-    kb_ids = await asyncio.to_thread(stack.catalog.kbs_referencing, handle)
-    kbs = stack.catalog.get_kbs(kb_ids)
-    if not any(kb.readable_by(who) for kb in kbs.values()):
+    if not await asyncio.to_thread(_shown_to, stack.catalog, handle, who):
         raise NotFound("no such image")
     # files in embedded mode, Redis in shared mode: every replica serves what any worker stored
     data = await asyncio.to_thread(svc.core.images.store.read, handle)

@@ -118,7 +118,7 @@ class Catalog(Protocol):
     def replace_documents(self, kb_id: str, docs: list[tuple[Knowledge, list[ChunkRecord], str]]) -> None: ...
     def delete_knowledge(self, kb_id: str, knowledge_ids: list[str]) -> None: ...
     def get_chunks(self, ids: Iterable[str]) -> dict[str, ChunkRecord]: ...
-    def kbs_referencing(self, handle: str) -> list[str]: ...
+    def documents_showing(self, handle: str) -> list[str]: ...
     def chunks_of(self, knowledge_id: str) -> list[ChunkRecord]: ...
     def keyword_corpus(self, kb_id: str) -> KeywordCorpus: ...
 
@@ -288,13 +288,13 @@ class SqliteCatalog:
             out.update((r["id"], _row_to_chunk(r)) for r in rows)
         return out
 
-    def kbs_referencing(self, handle: str) -> list[str]:
-        """Knowledge bases with a chunk whose ImageInfo (`metadata.images[].url`) is `handle`: whoever
-        may read one of them may see that image. Only ImageInfo counts, never text: ingestion alone
+    def documents_showing(self, handle: str) -> list[str]:
+        """Documents with a chunk whose ImageInfo (`metadata.images[].url`) is `handle`: whoever may
+        read one of them may see that image. Only ImageInfo counts, never text: ingestion alone
         writes it, from the image's own bytes, while a document's text (or title) is whatever its
         uploader typed. A scan, not an index: images are fetched when a page shows an answer."""
         rows = self._query(
-            "SELECT DISTINCT kb_id FROM chunks WHERE instr(metadata, ?) > 0 AND EXISTS "
+            "SELECT DISTINCT knowledge_id FROM chunks WHERE instr(metadata, ?) > 0 AND EXISTS "
             "(SELECT 1 FROM json_each(chunks.metadata, '$.images') AS image WHERE json_extract(image.value, '$.url') = ?)",
             (handle, handle),
         )

@@ -61,7 +61,7 @@ def _text(value: bytes | str) -> str:
 
 
 def _image_handles(chunks: list[ChunkRecord]) -> list[str]:
-    """The ImageInfo urls of the chunks (what kbs_referencing answers for), never text."""
+    """The ImageInfo urls of the chunks (what documents_showing answers for), never text."""
     handles = {str(image["url"]) for c in chunks for image in c.metadata.get("images") or []
                if isinstance(image, dict) and image.get("url")}
     return sorted(handles)
@@ -253,14 +253,9 @@ class RedisCatalog:
             out.update((c.id, c) for c in (_chunk(raw) for raw in rows if raw))
         return out
 
-    def kbs_referencing(self, handle: str) -> list[str]:
-        """Knowledge bases with a current chunk whose ImageInfo url is `handle` (see SqliteCatalog)."""
-        documents = [_text(d) for d in self.client.smembers(f"{PREFIX}img:{handle}")]
-        with self.client.pipeline(transaction=False) as pipe:
-            for knowledge_id in documents:
-                pipe.hget(f"{PREFIX}doc:{knowledge_id}", "kb")
-            kbs = pipe.execute()
-        return sorted({_text(kb) for kb in kbs if kb})
+    def documents_showing(self, handle: str) -> list[str]:
+        """Documents with a current chunk whose ImageInfo url is `handle` (see SqliteCatalog)."""
+        return sorted(_text(d) for d in self.client.smembers(f"{PREFIX}img:{handle}"))
 
     def chunks_of(self, knowledge_id: str) -> list[ChunkRecord]:
         rows = self._of_document(args=[PREFIX, knowledge_id, "rows"]) or []

@@ -14,13 +14,15 @@ import httpx
 import pytest
 
 from ragline.api.app import create_app
+from ragline.contracts.access import AccessRule, Principal
 from ragline.services import Services
 from tests.api.live import ThreadServer, collect, embedded_services, memory_settings
 from tests.ingestion.image_fixtures import screenshot_png
 from tests.scripted_model import Reply, ScriptedModel
 
 V1 = "/api/v1"
-KEYS = {"key-a": "acme", "key-b": "globex"}
+KEYS: dict[str, Any] = {"key-a": "acme", "key-b": "globex", "key-a-eve": "acme/eve",
+                        "key-a-sam": {"tenant": "acme", "user": "sam", "groups": ["support"]}}
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +73,22 @@ async def test_another_tenant_and_no_key_get_nothing(world, clients, tmp_path):
     refused = await clients["b"].get(f"{V1}/images/{name}")
     assert refused.status_code == 404 and refused.json()["error"]["message"] == "no such image"
     assert (await clients["anonymous"].get(f"{V1}/images/{name}")).status_code == 401
+
+
+async def test_an_image_follows_the_rule_of_the_documents_that_show_it(world, clients, tmp_path):
+    """Shown only by a document restricted to a group: served to its members alone."""
+    core = world[1]
+    kb = (await clients["a"].post(f"{V1}/knowledge-bases", json={"name": "support-screens"})).json()["id"]
+    path = tmp_path / "restricted.png"
+    path.write_bytes(screenshot_png(["Support only: reset code 7731"]))
+    knowledge = await core.ingestion.ingest_file(kb, path, tenant_id="acme")
+    [chunk] = [c for c in core.retrieval.catalog.chunks_of(knowledge.id) if c.metadata.get("images")]
+    name = str(chunk.metadata["images"][0]["url"]).removeprefix("local://images/")
+    core.retrieval.knowledge_bases.set_document_access(knowledge.id, Principal.operator_of("acme"), AccessRule(groups=["support"]))
+    async with httpx.AsyncClient(base_url=world[0].url, timeout=60, headers={"X-API-Key": "key-a-eve"}) as eve, \
+            httpx.AsyncClient(base_url=world[0].url, timeout=60, headers={"X-API-Key": "key-a-sam"}) as sam:
+        assert (await eve.get(f"{V1}/images/{name}")).status_code == 404
+        assert (await sam.get(f"{V1}/images/{name}")).status_code == 200
 
 
 async def test_a_stored_file_no_chunk_cites_is_not_served(world, clients):

@@ -132,16 +132,16 @@ def test_deleting_documents_and_kbs_leaves_nothing(catalog):
     catalog.insert_kb(kb())  # the name is free again
 
 
-def test_an_image_is_referenced_by_the_kbs_whose_current_chunks_show_it(catalog):
+def test_an_image_is_shown_by_the_documents_whose_current_chunks_show_it(catalog):
     filled(catalog)
     catalog.insert_kb(kb("kb2", "other"))
     shown = chunks("d3", ["a picture"], kb_id="kb2")
     shown[0].metadata["images"] = [{"url": "local://images/abc.png"}]
     mention = chunks("d4", ["local://images/abc.png is named in text only"], kb_id="kb2")
     catalog.replace_documents("kb2", [(doc("d3", "src:c", "kb2"), shown, ""), (doc("d4", "src:d", "kb2"), mention, "")])
-    assert catalog.kbs_referencing("local://images/abc.png") == ["kb2"]
+    assert catalog.documents_showing("local://images/abc.png") == ["d3"]
     catalog.replace_documents("kb2", [(doc("d3", "src:c", "kb2"), chunks("d3", ["no picture now"], "kb2", "v2-"), "")])
-    assert catalog.kbs_referencing("local://images/abc.png") == []
+    assert catalog.documents_showing("local://images/abc.png") == []
 
 
 def test_a_failure_midway_through_a_replace_keeps_the_previous_version_whole(catalog):
