@@ -32,6 +32,7 @@ from ragline.retrieval.types import (
 if TYPE_CHECKING:
     from ragline.retrieval.hybrid import StoreEngines  # the engines import Chroma: a name lookup needs neither
 
+
 def check_writable(kb: KnowledgeBase, who: Principal) -> None:
     """Knowledge writes need the owning tenant and a key that may write (not read-only)."""
     if not kb.owned_by(who.tenant_id):
@@ -118,7 +119,9 @@ class KnowledgeBaseService:
         return decide(kb.access, knowledge.access, who)
 
     def set_document_access(self, knowledge_id: str, who: Principal, rule: AccessRule) -> Knowledge:
-        """Narrow (or open) one document: a writer of its base who may read it sets it; it holds from the next search on."""
+        """Narrow (or open) one document in the catalog: a writer of its base who may read it sets it; it
+        holds from the next search on. The doors call IngestionService.set_access, which also removes
+        the wiki pages written under the old rule."""
         knowledge = self.readable_document(knowledge_id, who)  # who cannot read it cannot learn it exists
         if knowledge is None:
             raise KnowledgeBaseNotFoundError(f"document {knowledge_id} does not exist")
