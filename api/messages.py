@@ -71,7 +71,7 @@ async def search_messages(request: Request) -> Response:
     query = inputs.query(request, MessageSearchQuery)
     await svc.stack()  # opens Chroma in a worker thread the first time, not on the event loop
     items, total = await svc.runs.after_turn.chat_history.search(
-        who.tenant_id, query.q, mode=query.mode, offset=(query.page - 1) * query.page_size, limit=query.page_size
+        who, query.q, mode=query.mode, offset=(query.page - 1) * query.page_size, limit=query.page_size
     )
     page = MessageSearchPage(items=items, total=total, page=query.page, page_size=query.page_size)
     return JSONResponse(page.model_dump(mode="json"))

@@ -11,6 +11,7 @@ read is never scored, counted or shown; a reader without a user (`""`) passes no
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -96,6 +97,18 @@ def decide(kb_rule: AccessRule, document_rule: AccessRule | None, who: Principal
     if document_pass != "open":
         return AccessDecision(True, f"document: {document_pass}")
     return AccessDecision(True, "tenant-wide" if kb_pass == "open" else f"knowledge base: {kb_pass}")
+
+
+def derived_rule(rules: Iterable[AccessRule], asker: str) -> AccessRule | None:
+    """The rule of something made from documents under `rules` (an answer indexed as a past
+    conversation): open when every rule is, the rule itself when they share one, else only the
+    asker, who passed them all. None when that would name nobody: keep nothing derived then."""
+    restricting = {rule.model_dump_json(): rule for rule in rules if rule.restricted}
+    if not restricting:
+        return AccessRule()
+    if len(restricting) == 1:
+        return next(iter(restricting.values()))
+    return AccessRule(users=[asker]) if asker.strip() else None
 
 
 def _listed(rule: AccessRule) -> str:

@@ -190,8 +190,8 @@ class IngestionService:
 
     async def ingest_text(self, kb_id: str, text: str, title: str = "", source: str = "",
                           tenant_id: str = "default", metadata: dict[str, Any] | None = None,
-                          progress: Progress | None = None) -> Knowledge:
-        doc = TextDocument(text, title, source or f"text:{uuid.uuid4().hex}", "txt", metadata or {})
+                          progress: Progress | None = None, access: AccessRule | None = None) -> Knowledge:
+        doc = TextDocument(text, title, source or f"text:{uuid.uuid4().hex}", "txt", metadata or {}, access=access)
         return (await self.ingest_documents(kb_id, [doc], tenant_id, progress))[0]
 
     async def ingest_documents(self, kb_id: str, docs: list[TextDocument], tenant_id: str = "default",

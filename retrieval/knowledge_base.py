@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ragline.contracts.access import AccessDecision, AccessRule, Principal, decide
@@ -106,6 +106,16 @@ class KnowledgeBaseService:
         if knowledge is None:
             return None
         return knowledge if self.explain(knowledge, who).allowed else None
+
+    def rules_of(self, knowledge_ids: Iterable[str]) -> builtins.list[AccessRule]:
+        """Every rule a reader passes to read these documents: each one's base rule and its own. An id
+        the catalog does not hold (a web page's) adds none."""
+        rules: builtins.list[AccessRule] = []
+        for knowledge in self.catalog.get_knowledge_many(knowledge_ids).values():
+            kb = self.catalog.get_kb(knowledge.knowledge_base_id)
+            rules += [kb.access] if kb is not None else []
+            rules += [knowledge.access] if knowledge.access is not None else []
+        return rules
 
     def explain(self, knowledge: Knowledge, who: Principal) -> AccessDecision:
         """Whether `who` may read the document, and the rule that decides it."""

@@ -9,6 +9,8 @@ asks for it. Both run in the background after `complete`; a failure is logged, n
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 from collections.abc import Coroutine, Mapping
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from ragline.citations.messages import message_text
+from ragline.contracts.access import derived_rule
 from ragline.contracts.request import PipelineRequest
 from ragline.memory.citations import CitationLedger, cited_documents
 from ragline.service.chat_history import AnsweredTurn, ChatHistoryService
@@ -27,6 +30,16 @@ from ragline.settings import Settings
 log = logging.getLogger(__name__)
 
 Job = Coroutine[Any, Any, None]
+
+
+def drawn_on(values: Mapping[str, Any]) -> set[str]:
+    """The documents whose passages reached the model this turn (the pipeline's merged results, the
+    agent's sources) or that an answer of the thread cites (the history the model read): what an
+    indexed copy of the answer may repeat."""
+    passages = [*(values.get("merge_results") or []), *(values.get("sources") or [])]
+    ids = {p.get("knowledge_id") if isinstance(p, Mapping) else getattr(p, "knowledge_id", "") for p in passages}
+    cited = [cited_documents(message_text(m)) for m in values.get("messages", []) if isinstance(m, AIMessage)]
+    return {i for i in ids if isinstance(i, str) and i}.union(*cited)
 
 
 def wants_index(request_flag: bool | None, server_default: bool) -> bool:
@@ -54,7 +67,7 @@ class AfterTurn:
         if wants_index(request.chat_history_index, self.settings.chat_history_index) and response is not None and not response.fallback:
             turn = AnsweredTurn(record.tenant_id, record.owner_id, record.session_id, record.request_id,
                                 record.user_message_id, record.assistant_message_id, record.query, shown.answer)
-            jobs.append(self._index(turn))
+            jobs.append(self._index(turn, drawn_on(values)))
         return jobs
 
     async def _record_citations(self, record: RunRecord, documents: set[str]) -> None:
@@ -64,8 +77,13 @@ class AfterTurn:
         except Exception:
             log.warning("recording the citations of %s failed", record.assistant_message_id, exc_info=True)
 
-    async def _index(self, turn: AnsweredTurn) -> None:
+    async def _index(self, turn: AnsweredTurn, documents: set[str]) -> None:
         try:
-            await self.chat_history.index_turn(turn)
+            rules = await asyncio.to_thread(self.services.retrieval.knowledge_bases.rules_of, documents)
+            access = derived_rule(rules, turn.user_id)
+            if access is None:
+                log.info("turn %s drew on restricted documents and names no user: not indexed", turn.request_id)
+                return
+            await self.chat_history.index_turn(dataclasses.replace(turn, access=access))
         except Exception:
             log.warning("indexing turn %s into the chat history failed", turn.request_id, exc_info=True)

@@ -2,7 +2,8 @@
 
 - `index_turn` writes one answered turn (question and answer) into the caller's chat-history
   knowledge base (retrieval/chat_history.py), one document per turn keyed by its request id, so
-  re-indexing the same turn replaces it and a later question can search past conversations.
+  re-indexing the same turn replaces it and a later question can search past conversations. An
+  answer drawn from restricted documents keeps their rule (contracts/access.py `derived_rule`).
 - `search` is the tenant's message search: hybrid (or vector-only, keyword-only) search over the
   tenant's chat-history bases, reranked by the pipeline's rerank chain when a rerank model is
   configured (threshold rules, composite score, MMR), one hit per turn (its best chunk), paged over
@@ -14,13 +15,13 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ragline import defaults
-from ragline.contracts.access import Principal
+from ragline.contracts.access import AccessRule, Principal
 from ragline.contracts.passages import SearchResult
 from ragline.retrieval.chat_history import (
     CHAT_HISTORY_TAG,
@@ -50,6 +51,7 @@ class AnsweredTurn:
     assistant_message_id: str
     question: str
     answer: str
+    access: AccessRule = field(default_factory=AccessRule)  # derived from the documents the answer drew on
 
 
 class MessageHit(BaseModel):
@@ -111,18 +113,20 @@ class ChatHistoryService:
         knowledge = await self.services.ingestion.ingest_text(
             kb.id, _cut(turn_text(turn)), title=_cut(turn.question.strip())[:200] or "conversation",
             source=f"chat:{turn.session_id}:{turn.request_id}", tenant_id=turn.tenant_id, metadata=metadata,
+            access=turn.access,
         )
         return knowledge.id
 
-    async def search(self, tenant_id: str, query: str, *, mode: SearchMode = "hybrid", offset: int = 0,
+    async def search(self, who: Principal, query: str, *, mode: SearchMode = "hybrid", offset: int = 0,
                      limit: int = defaults.MESSAGE_SEARCH_PAGE_SIZE) -> tuple[list[MessageHit], int]:
-        """One page of the tenant's past turns matching `query`, best first, and how many matched."""
+        """One page of the tenant's past turns matching `query` that `who` may read (a turn answered
+        from restricted documents carries their rule), best first, and how many matched."""
         stack = self.services.retrieval
-        kbs = tenant_chat_histories(stack.catalog, tenant_id)
+        kbs = tenant_chat_histories(stack.catalog, who.tenant_id)
         if not kbs:
             return [], 0
         params = SearchParams(
-            query=query, knowledge_base_ids=[kb.id for kb in kbs], tenant_id=tenant_id, reader=Principal.operator_of(tenant_id),
+            query=query, knowledge_base_ids=[kb.id for kb in kbs], tenant_id=who.tenant_id, reader=who,
             match_count=defaults.MESSAGE_SEARCH_MAX_HITS,
             disable_vector=mode == "keyword", disable_keyword=mode == "vector",
         )

@@ -304,3 +304,32 @@ async def test_a_wiki_page_is_read_only_by_who_may_read_all_its_documents(world,
         found = await carol.post(f"{V1}/knowledge-bases/search", json={"query": "Summary of the policies", "knowledge_base_ids": [kb],
                                                                       "vector_threshold": 0.0, "keyword_threshold": 0.0})
         assert "ZEPHYRINE" not in found.text and "MARZIPANE" in found.text
+
+
+async def message_search(http: httpx.AsyncClient, q: str) -> str:
+    found = await http.get(f"{V1}/messages/search", params={"q": q})
+    assert found.status_code == 200, found.text
+    return found.text
+
+
+async def test_a_past_answer_drawn_from_a_restricted_document_is_found_only_by_its_readers(world, scripted_model):
+    """An indexed turn keeps the rule of the documents its answer drew on: alice's answer from the
+    hr-only Salaries is found by the message search of alice and the admin, never of bob or carol;
+    an answer from the open Canteen stays tenant-wide."""
+    scripted_model.on(lambda b: "ZEPHYRINE" in json.dumps(b["messages"]), Reply.text("Engineers earn 50 to 90 thousand: ZEPHYRINE."))
+    scripted_model.on(lambda b: "MARZIPANE" in json.dumps(b["messages"]), Reply.text("Lunch is from noon: MARZIPANE."))
+    async with client(world, "key-alice") as alice, client(world, "key-bob") as bob, client(world, "key-carol") as carol, \
+            client(world, "key-admin") as admin:
+        for question, title in (("What are the salary bands for engineers?", "Salaries"), ("When is lunch served in the canteen?", "Canteen")):
+            sid = (await alice.post(f"{V1}/sessions", json={})).json()["id"]
+            await collect(alice, "POST", f"{V1}/sessions/{sid}/knowledge-chat",
+                          json={"query": question, "knowledge_base_ids": [world["kbs"]["handbook"]], "rewrite_enabled": False,
+                                "chat_history_index": True, "knowledge_ids": [world["ids"][title]]})
+        for _ in range(150):
+            if seen(await message_search(alice, "salary bands lunch canteen")) == {"Salaries", "Canteen"}:
+                break
+            await asyncio.sleep(0.2)
+        assert seen(await message_search(alice, "salary bands lunch canteen")) == {"Salaries", "Canteen"}
+        assert seen(await message_search(admin, "salary bands lunch canteen")) == {"Salaries", "Canteen"}
+        assert seen(await message_search(bob, "salary bands lunch canteen")) == {"Canteen"}
+        assert "Salaries" not in seen(await message_search(carol, "salary bands engineers"))

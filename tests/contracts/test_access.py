@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ragline.contracts.access import AccessRule, Principal, decide
+from ragline.contracts.access import AccessRule, Principal, decide, derived_rule
 
 NAMES = st.sampled_from(["alice", "bob", "carol", ""])
 GROUPS = st.frozensets(st.sampled_from(["hr", "eng", "ops"]), max_size=3)
@@ -56,3 +56,19 @@ def test_a_rule_refuses_empty_or_long_names(names):
 def test_a_scoped_key_reaches_only_its_bases():
     scoped = Principal("acme", "alice", knowledge_bases=frozenset({"kb1"}))
     assert scoped.may_name("kb1") and not scoped.may_name("kb2") and Principal("acme", "alice").may_name("kb2")
+
+
+@given(st.lists(RULES, max_size=4), NAMES, GROUPS, NAMES)
+def test_what_is_derived_from_documents_is_read_only_by_who_may_read_them_all(rules, user, groups, asker):
+    """A derived rule lets in only readers who pass every rule of its documents, and the asker (whose
+    own past answer it is); it lets the asker in; and it is open when every document is."""
+    derived = derived_rule(rules, asker)
+    if derived is None:  # several different restrictions and no asker to name
+        assert not asker.strip() and len({r.model_dump_json() for r in rules if r.restricted}) > 1
+        return
+    reader = Principal("acme", user, groups)
+    if derived.lets_in(reader) is not None and user != asker:
+        assert all(passes(rule, user, groups) for rule in rules)
+    if asker and all(passes(rule, asker, frozenset()) for rule in rules):
+        assert derived.lets_in(Principal("acme", asker)) is not None
+    assert derived.restricted == any(rule.restricted for rule in rules)
