@@ -87,3 +87,10 @@ def merge_search_results(existing: list[SearchResult] | None, new: list[SearchRe
         seen_signatures.add(signature)
         merged.append(result)
     return merged
+
+
+def knowledge_ids(passages: list[Any]) -> set[str]:
+    """The documents of passages as a stage writes them: search results, or (agent sources, a
+    checkpoint) their dicts."""
+    ids = {p.get("knowledge_id") if isinstance(p, dict) else getattr(p, "knowledge_id", "") for p in passages}
+    return {i for i in ids if isinstance(i, str) and i}

@@ -21,6 +21,7 @@ from langgraph.types import Command
 from ragline.contracts import events
 from ragline.contracts.context import Framing, RunContext, turn_ids, with_turn_ids
 from ragline.contracts.events import ProgressWindow, ResponseType, StreamResponse
+from ragline.contracts.passages import knowledge_ids
 from ragline.contracts.request import PipelineRequest
 from ragline.contracts.state import ChatResponse
 from ragline.graph import tracing
@@ -41,6 +42,7 @@ class TurnWrites:
 
     messages: dict[str, AnyMessage] = field(default_factory=dict)
     chat_response: ChatResponse | None = None
+    drawn_on: set[str] = field(default_factory=set)  # the documents whose passages reached the model (merged results, agent sources)
 
     def see(self, chunk: dict[str, Any]) -> None:
         """One "updates" chunk: {node: its update, or a list of them, or None}."""
@@ -52,6 +54,8 @@ class TurnWrites:
     def _take(self, update: dict[str, Any]) -> None:
         if "chat_response" in update:
             self.chat_response = update["chat_response"]
+        for passages in (update.get("merge_results"), update.get("sources")):
+            self.drawn_on |= knowledge_ids(passages or [])
         messages = update.get("messages") or []
         for message in messages if isinstance(messages, list) else [messages]:
             if isinstance(message, RemoveMessage):
@@ -61,7 +65,7 @@ class TurnWrites:
 
     def values(self) -> dict[str, Any]:
         """The written keys in the shape of the thread's state values."""
-        return {"messages": list(self.messages.values()), "chat_response": self.chat_response}
+        return {"messages": list(self.messages.values()), "chat_response": self.chat_response, "drawn_on": sorted(self.drawn_on)}
 
 
 class TurnDriver:

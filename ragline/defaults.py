@@ -177,6 +177,7 @@ FAQ_MAX_PAGE_SIZE = 500  # ...and at most: 9,000 entries unpaged were 1.65 MB an
 
 # --- conversations as knowledge (message.go IndexMessageToKB / SearchMessages) ---
 CHAT_HISTORY_TEXT_MAX_CHARS = 20_000  # of a question or answer indexed; a pasted book is not a conversation
+CHAT_HISTORY_DRAWN_ON_MAX = 200  # documents an indexed turn remembers it drew on (a message search checks their rules)
 MESSAGE_SEARCH_MAX_QUERY_CHARS = 1000  # a message search is a phrase, not a document
 MESSAGE_SEARCH_PAGE_SIZE = 20  # hits per page when the client names none
 MESSAGE_SEARCH_MAX_PAGE_SIZE = 100  # ...and at most

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage
 
 from ragline.citations.messages import message_text
 from ragline.contracts.access import derived_rule
+from ragline.contracts.passages import knowledge_ids
 from ragline.contracts.request import PipelineRequest
 from ragline.memory.citations import CitationLedger, cited_documents
 from ragline.service.chat_history import AnsweredTurn, ChatHistoryService
@@ -33,13 +34,12 @@ Job = Coroutine[Any, Any, None]
 
 
 def drawn_on(values: Mapping[str, Any]) -> set[str]:
-    """The documents whose passages reached the model this turn (the pipeline's merged results, the
-    agent's sources) or that an answer of the thread cites (the history the model read): what an
-    indexed copy of the answer may repeat."""
+    """The documents whose passages reached the model this turn (the driver's `drawn_on`, or from a
+    thread read back, its merged results and agent sources) or that an answer it holds cites: what
+    an indexed copy of the answer may repeat."""
     passages = [*(values.get("merge_results") or []), *(values.get("sources") or [])]
-    ids = {p.get("knowledge_id") if isinstance(p, Mapping) else getattr(p, "knowledge_id", "") for p in passages}
     cited = [cited_documents(message_text(m)) for m in values.get("messages", []) if isinstance(m, AIMessage)]
-    return {i for i in ids if isinstance(i, str) and i}.union(*cited)
+    return set(values.get("drawn_on") or []).union(knowledge_ids(passages), *cited)
 
 
 def wants_index(request_flag: bool | None, server_default: bool) -> bool:
@@ -84,6 +84,6 @@ class AfterTurn:
             if access is None:
                 log.info("turn %s drew on restricted documents and names no user: not indexed", turn.request_id)
                 return
-            await self.chat_history.index_turn(dataclasses.replace(turn, access=access))
+            await self.chat_history.index_turn(dataclasses.replace(turn, access=access, drawn_on=tuple(sorted(documents))))
         except Exception:
             log.warning("indexing turn %s into the chat history failed", turn.request_id, exc_info=True)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -37,6 +38,7 @@ from ragline.services import Services
 log = logging.getLogger(__name__)
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
+DRAWN_ON = "drawn_on"  # a turn document's metadata: the documents its answer drew on
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class AnsweredTurn:
     question: str
     answer: str
     access: AccessRule = field(default_factory=AccessRule)  # derived from the documents the answer drew on
+    drawn_on: tuple[str, ...] = ()  # those documents: a search checks their rules as they are then
 
 
 class MessageHit(BaseModel):
@@ -108,7 +111,7 @@ class ChatHistoryService:
         metadata = {
             "session_id": turn.session_id, "request_id": turn.request_id, "user_id": turn.user_id,
             "user_message_id": turn.user_message_id, "assistant_message_id": turn.assistant_message_id,
-            "question": _cut(turn.question), "answer": _cut(turn.answer),
+            "question": _cut(turn.question), "answer": _cut(turn.answer), DRAWN_ON: list(turn.drawn_on[:defaults.CHAT_HISTORY_DRAWN_ON_MAX]),
         }
         knowledge = await self.services.ingestion.ingest_text(
             kb.id, _cut(turn_text(turn)), title=_cut(turn.question.strip())[:200] or "conversation",
@@ -135,11 +138,13 @@ class ChatHistoryService:
         if reranker is not None:  # the pipeline's rerank chain, as the search API shares it (seed: vector + rerank)
             results = await rerank_results(query, results, reranker, threshold=defaults.DEFAULT_RERANK_THRESHOLD,
                                            top_k=defaults.MESSAGE_SEARCH_MAX_HITS, scoped=False)
-        hits = self._per_turn(results)
+        hits = await asyncio.to_thread(self._per_turn, results, who)  # catalog reads: a file or Redis
         return hits[offset : offset + limit], len(hits)
 
-    def _per_turn(self, results: list[SearchResult]) -> list[MessageHit]:
-        """The best chunk of each turn; turns whose document carries no turn metadata are skipped."""
+    def _per_turn(self, results: list[SearchResult], who: Principal) -> list[MessageHit]:
+        """The best chunk of each turn; turns whose document carries no turn metadata are skipped, and
+        so is a turn that drew on a document `who` may not read now (its rule changed after the turn
+        was indexed)."""
         best: dict[str, SearchResult] = {}
         for result in results:
             if result.knowledge_id not in best or result.score > best[result.knowledge_id].score:
@@ -149,7 +154,7 @@ class ChatHistoryService:
         for knowledge_id, result in best.items():
             document = documents.get(knowledge_id)
             meta: dict[str, Any] = document.metadata if document is not None else {}
-            if not meta.get("request_id"):
+            if not meta.get("request_id") or not self._still_readable(meta, who):
                 continue
             hits.append(MessageHit(
                 session_id=meta["session_id"], request_id=meta["request_id"], user_id=str(meta.get("user_id", "")),
@@ -158,6 +163,14 @@ class ChatHistoryService:
                 match_type=result.match_type.value, knowledge_base_id=result.knowledge_base_id, knowledge_id=knowledge_id,
             ))
         return sorted(hits, key=lambda h: h.score, reverse=True)
+
+    def _still_readable(self, meta: dict[str, Any], who: Principal) -> bool:
+        """Whether `who` may read every document the turn drew on, as their rules are now (the asker
+        too: an answer from a document they may no longer read is not found again)."""
+        if who.operator:
+            return True
+        drawn_on = [i for i in meta.get(DRAWN_ON) or [] if isinstance(i, str)]
+        return all(rule.lets_in(who) is not None for rule in self.services.retrieval.knowledge_bases.rules_of(drawn_on))
 
     async def forget_session(self, tenant_id: str, session_id: str) -> int:
         """Remove the indexed turns of a deleted session from every chat history of the tenant."""

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -51,6 +51,7 @@ DOCUMENTS = {  # title: (knowledge base, text with a codeword no other text has)
 CODEWORDS = {title: text.rsplit(" ", 1)[-1].rstrip(".") for title, (_, text) in DOCUMENTS.items()}
 QUESTION = "What does the policy say? codeword"
 USERS, GROUPS = ["alice", "bob", "carol", "dave"], ["hr", "eng", "ops"]
+CHAT_HISTORIES = {f"chat-history/{user}" for user in USERS}  # each reader's indexed past answers: open bases, rules per turn
 
 RULE = st.builds(AccessRule, users=st.lists(st.sampled_from(USERS), max_size=2), groups=st.lists(st.sampled_from(GROUPS), max_size=2))
 OPEN_OR_RULE = st.one_of(st.just(AccessRule()), RULE)  # most bases are open: the documents' rules then decide
@@ -108,6 +109,16 @@ def words_only(hidden: dict[str, set[str]]) -> dict[str, set[str]]:
     return {title: {sign for sign in signs if sign in (title, CODEWORDS[title])} for title, signs in hidden.items()}
 
 
+def excerpts(texts: list[str], hidden: dict[str, set[str]]) -> list[str]:
+    """Where each sign shows: 200 characters around it."""
+    found = []
+    for text in texts:
+        for sign in set().union(*hidden.values()):
+            if (at := text.find(sign)) >= 0:
+                found.append(text[max(at - 150, 0) : at + 50])
+    return found
+
+
 def betrayed(text: str, hidden: dict[str, set[str]]) -> set[str]:
     return {title for title, signs in hidden.items() if any(sign in text for sign in signs)}
 
@@ -128,7 +139,7 @@ class Door:
         got: dict[str, set[str]] = {"search": set(), "listed": set(), "text": set(), "chunks": set()}
         async with self.http() as http:
             kbs = {kb["name"] for kb in (await http.get(f"{V1}/knowledge-bases")).json()["items"]}
-            assert kbs == readable_kbs
+            assert kbs - CHAT_HISTORIES == readable_kbs
             for name, kb in self.world["kbs"].items():
                 found = await http.post(f"{V1}/knowledge-bases/search", json={"query": QUESTION, "knowledge_base_ids": [kb], "match_count": 10,
                                                                             "vector_threshold": 0.0, "keyword_threshold": 0.0})
@@ -149,11 +160,13 @@ class Door:
         return got
 
     async def chat(self, kb_ids: list[str], model: ScriptedModel) -> None:
-        """A whole answer over SSE; its events and the stored messages."""
+        """A whole answer over SSE, indexed as a past conversation; its events, the stored messages, and
+        the message search over every reader's past answers (of this world and the ones before)."""
         async with self.http() as http:
             sid = (await http.post(f"{V1}/sessions", json={})).json()["id"]
             frames = await collect(http, "POST", f"{V1}/sessions/{sid}/knowledge-chat",
-                                   json={"query": QUESTION, "knowledge_base_ids": kb_ids, "rewrite_enabled": False})
+                                   json={"query": QUESTION, "knowledge_base_ids": kb_ids, "rewrite_enabled": False,
+                                         "chat_history_index": True})
             self.shown += [json.dumps([f.event for f in frames]), (await http.get(f"{V1}/sessions/{sid}/messages")).text]
             self.shown.append((await http.get(f"{V1}/messages/search", params={"q": QUESTION})).text)
 
@@ -212,7 +225,7 @@ def set_world(world: dict[str, Any], generated: dict[str, Any]) -> None:
         knowledge_bases.set_document_access(world["ids"][title], operator, rule)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(generated=WORLD)
 def test_no_door_shows_a_reader_anything_of_a_document_it_may_not_read(world, scripted_server, generated, caplog):
     set_world(world, generated)
@@ -243,7 +256,7 @@ def test_no_door_shows_a_reader_anything_of_a_document_it_may_not_read(world, sc
                   ("a log line", logged, words_only(hidden)), ("a log line of the service", said, hidden))
         for place, texts, signs in places:
             leaks = betrayed("\n".join(texts), signs)
-            assert not leaks, f"{who} saw {sorted(leaks)} in {place} (world {generated})"
+            assert not leaks, f"{who} saw {sorted(leaks)} in {place}: {excerpts(texts, signs)} (world {generated})"
 
     async def everyone() -> None:
         for who in generated["readers"]:
