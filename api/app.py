@@ -34,6 +34,7 @@ from ragline.api.auth import KeyRing
 from ragline.api.errors import HANDLED, ErrorResponses, handle_error
 from ragline.api.guards import KeyLimits, LoopbackOnly, RequestIds, RequestLimits, is_loopback_host
 from ragline.api.host import open_host
+from ragline.api.mcp_identity import RESOURCE_METADATA_PATH, OAuthIdentity, resource_metadata
 from ragline.graph import tracing
 from ragline.mcp_client.oauth import CALLBACK_PATH
 from ragline.service.key_limits import open_limiter
@@ -164,9 +165,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     from ragline.api.mcp import McpHttp
 
-    mcp_door = McpHttp()  # the MCP tools over streamable HTTP (api/mcp.py)
+    identity = OAuthIdentity.from_settings(core.settings)  # MCP OAuth at /mcp (api/mcp_identity.py), when an issuer is configured
+    mcp_door = McpHttp(identity)  # the MCP tools over streamable HTTP (api/mcp.py)
+    advertised = [Route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])] if identity else []
     app = Starlette(
-        routes=[*ROUTES, Route("/mcp", mcp_door, name="mcp")],
+        routes=[*ROUTES, *advertised, Route("/mcp", mcp_door, name="mcp")],
         middleware=middleware,
         exception_handlers={kind: handle_error for kind in HANDLED},
         lifespan=lifespan,

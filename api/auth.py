@@ -184,6 +184,10 @@ class KeyRing:
         audit(who, door_of(request.scope["path"]), f"{request.method} {request.scope['path']}")
         return who
 
+    def knows(self, key: str) -> bool:
+        """Whether `key` is one of the configured API keys (expired ones included)."""
+        return key_digest(key) in self.by_digest
+
     def principal_of(self, key: str | None, *, missing: str, headers: Mapping[str, str] | None = None) -> Principal:
         """Who a key acts for (every door asks here); `missing` says how to give one."""
         if self.dev_mode:

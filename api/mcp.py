@@ -37,6 +37,14 @@ from ragline.api.auth import KeyRing, audit
 from ragline.api.errors import ApiError, Unauthorized, error_body, validation_message
 from ragline.api.guards import api_key_of
 from ragline.api.host import HttpHost, host_of
+from ragline.api.mcp_identity import (
+    RESOURCE_METADATA_PATH,
+    IssuerUnavailable,
+    OAuthIdentity,
+    TokenRefused,
+    resource_metadata_url,
+    resource_url,
+)
 from ragline.api.schemas import SearchRequest
 from ragline.contracts.request import PipelineRequest
 from ragline.models.embeddings import EmbeddingError
@@ -117,6 +125,8 @@ class DocumentPage(BaseModel):
 
 # --- who calls ---
 
+PRINCIPAL_STATE = "ragline_principal"  # where McpHttp leaves the caller it authenticated, for the tools of that request
+
 
 @dataclass
 class Caller:
@@ -151,8 +161,10 @@ def http_caller(ctx: Context) -> Caller:
     if not isinstance(request, Request):
         raise ToolError("this tool call carries no HTTP request to authenticate")
     svc = host_of(request)
-    with refusals():
-        who = svc.authenticate(request)
+    who = request.scope.get("state", {}).get(PRINCIPAL_STATE)  # McpHttp decided it, from a key or an OAuth token
+    if not isinstance(who, Principal):
+        with refusals():
+            who = svc.authenticate(request)
     return Caller(svc, who, getattr(request.app.state, "limiter", None), api_key_of(request.scope))
 
 
@@ -299,7 +311,8 @@ def build_server(locate: Locate) -> MCPServer:
 class McpHttp:
     """The ASGI app at /mcp. Its session manager runs inside the service's lifespan (`running()`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, identity: OAuthIdentity | None = None) -> None:
+        self.identity = identity  # MCP OAuth: access tokens of an authorization server, beside API keys
         self.server = build_server(http_caller)
         # Stateless: no MCP session lives in one process, so replicas behind a balancer need no
         # stickiness. DNS-rebinding checks are the service's own (LoopbackOnly in dev mode); the
@@ -314,10 +327,37 @@ class McpHttp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            host_of(request).authenticate(request)
+            who = await self._principal(request)
         except Unauthorized as exc:  # before MCP reads the body: a keyless client learns it at once, as on REST
             response = error_body(exc.status, exc.code, exc.message)
-            response.headers["WWW-Authenticate"] = 'Bearer realm="ragline"'
+            challenge = f', resource_metadata="{resource_metadata_url(request)}"' if self.identity is not None else ""
+            response.headers["WWW-Authenticate"] = f'Bearer realm="ragline"{challenge}'
             await response(scope, receive, send)
             return
+        except IssuerUnavailable as exc:
+            await error_body(503, "issuer_unavailable", f"{exc}; try again later")(scope, receive, send)
+            return
+        scope.setdefault("state", {})[PRINCIPAL_STATE] = who
         await self.sessions.handle_request(scope, receive, send)
+
+    async def _principal(self, request: Request) -> Principal:
+        """An API key's principal; with MCP OAuth, a bearer token that is no key is an access token of
+        the issuer (and a request with neither is refused, in dev mode too, with where to sign in)."""
+        host = host_of(request)
+        if self.identity is None:
+            return host.authenticate(request)
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" and not request.headers.get("x-api-key") else ""
+        if not token:
+            if request.headers.get("x-api-key") and not host.keyring.dev_mode:
+                return host.authenticate(request)
+            raise Unauthorized("sign in: an OAuth access token of the authorization server in "
+                               f"{RESOURCE_METADATA_PATH}, or an API key (X-API-Key or Authorization: Bearer)")
+        if host.keyring.knows(token):
+            return host.authenticate(request)
+        try:
+            who = await self.identity.principal(token, resource_url(request))
+        except TokenRefused as exc:
+            raise Unauthorized(str(exc)) from exc
+        audit(who, "mcp", f"{request.method} /mcp", via="oauth")
+        return who

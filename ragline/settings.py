@@ -171,6 +171,19 @@ class Settings(BaseSettings, RetrievalFields):
     durability: Literal["sync", "async", "exit"] = Field("sync", description="LangGraph checkpoint durability; sync survives a hard crash mid-run.")
     api_keys: dict[str, str | dict[str, Any]] | None = Field(None, description='API key -> tenant, "tenant/user", or an object (tenant, user, groups, knowledge_bases, read_only, expires_at, name, assert_user; api/auth.py KeySpec) as JSON, e.g. {"k1": "acme"}; none configured = dev mode, one tenant "default".')
     api_keys_file: Path | None = Field(None, description="A JSON file of API keys in the same shape as api_keys.")
+    mcp_oauth_issuer: str | None = Field(None, pattern=r"^https?://[^\s]+$", description="MCP OAuth at /mcp: the authorization server whose access tokens /mcp takes beside API keys (advertised in /.well-known/oauth-protected-resource/mcp); set with mcp_oauth_introspection_url.")
+    mcp_oauth_introspection_url: str | None = Field(None, pattern=r"^https?://[^\s]+$", description="The issuer's token introspection endpoint (RFC 7662): a token is active for the user in its sub (or username) claim.")
+    mcp_oauth_client_id: str | None = Field(None, description="Ragline's client id at the introspection endpoint (HTTP basic auth); unset: none sent.")
+    mcp_oauth_client_secret: str | None = None
+    mcp_oauth_tenant: str = Field("default", min_length=1, description="The tenant an MCP OAuth user acts in.")
+    mcp_oauth_groups_claim: str = Field("groups", min_length=1, description="The introspection claim that lists the user's groups (restricted documents follow them).")
+
+    @model_validator(mode="after")
+    def _mcp_oauth_whole(self) -> Settings:
+        if bool(self.mcp_oauth_issuer) != bool(self.mcp_oauth_introspection_url):
+            raise ValueError("MCP OAuth at /mcp needs both RAGLINE_MCP_OAUTH_ISSUER and RAGLINE_MCP_OAUTH_INTROSPECTION_URL")
+        return self
+
     allowed_models: list[str] = Field(default_factory=list, description='Models a request may name besides the configured ones (chat, query understanding, rerank), e.g. ["openai/gpt-4o-mini"]; a request can never name another.')
     tenant_models: dict[str, list[str]] = Field(default_factory=dict, description='Per-tenant allow lists replacing allowed_models for that tenant, as JSON: {"acme": ["openai/gpt-4o"]}.')
     rate_limit_per_minute: int = Field(defaults.RATE_LIMIT_PER_MINUTE, ge=0, description="Requests per API key and minute (0: no limit); over it, 429 with Retry-After.")

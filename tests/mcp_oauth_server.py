@@ -3,7 +3,8 @@ memory): the tests of MCP OAuth run it in a process of its own (`python tests/mc
 PORT`) through `served_with_oauth()`. Its authorization endpoint grants at once, as the user "alice"
 who clicks Allow would, and sends the browser back to the client's redirect URI with a code; its one
 tool says whose token called it, so a test sees the user's own token reach the server. Tokens
-come with a refresh token, which works once (rotated)."""
+come with a refresh token, which works once (rotated). It also serves /introspect (RFC 7662), so it
+is the authorization server of Ragline's own /mcp in the MCP OAuth identity tests."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from urllib.parse import urlencode
 from ragline.settings import McpServer
 
 USER = "alice"
+GROUPS = ["hr"]  # what its introspection endpoint says of USER
 
 
 def build_server(port: int) -> Any:
@@ -37,9 +39,9 @@ def build_server(port: int) -> Any:
             self.tokens: dict[str, AccessToken] = {}
             self.refresh_tokens: dict[str, RefreshToken] = {}
 
-        def _issue(self, client_id: str, scopes: list[str], subject: str | None) -> OAuthToken:
+        def _issue(self, client_id: str, scopes: list[str], subject: str | None, resource: str | None = None) -> OAuthToken:
             token, refresh = "tok-" + secrets.token_urlsafe(16), "ref-" + secrets.token_urlsafe(16)
-            self.tokens[token] = AccessToken(token=token, client_id=client_id, scopes=scopes, subject=subject)
+            self.tokens[token] = AccessToken(token=token, client_id=client_id, scopes=scopes, subject=subject, resource=resource)
             self.refresh_tokens[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, subject=subject)
             return OAuthToken(access_token=token, token_type="Bearer", expires_in=3600, refresh_token=refresh)
 
@@ -62,7 +64,7 @@ def build_server(port: int) -> Any:
 
         async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode) -> OAuthToken:
             self.codes.pop(authorization_code.code, None)
-            return self._issue(str(client.client_id), authorization_code.scopes, authorization_code.subject)
+            return self._issue(str(client.client_id), authorization_code.scopes, authorization_code.subject, authorization_code.resource)
 
         async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
             return self.refresh_tokens.get(refresh_token)
@@ -80,7 +82,20 @@ def build_server(port: int) -> Any:
     base = f"http://127.0.0.1:{port}"
     auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
                         client_registration_options=ClientRegistrationOptions(enabled=True))
-    server = MCPServer("crm", log_level="WARNING", auth=auth, auth_server_provider=GrantAtOnce())
+    provider = GrantAtOnce()
+    server = MCPServer("crm", log_level="WARNING", auth=auth, auth_server_provider=provider)
+
+    @server.custom_route("/introspect", methods=["POST"])
+    async def introspect(request: Any) -> Any:
+        """RFC 7662, for a resource server that takes this server's tokens (Ragline's /mcp): the
+        token's user, the user's groups, and the resource it was issued for."""
+        from starlette.responses import JSONResponse
+
+        token = provider.tokens.get(str((await request.form()).get("token", "")))
+        if token is None:
+            return JSONResponse({"active": False})
+        return JSONResponse({"active": True, "sub": token.subject, "client_id": token.client_id, "groups": GROUPS,
+                             "exp": int(time.time()) + 3600, **({"aud": token.resource} if token.resource else {})})
 
     @server.tool()
     def my_accounts() -> str:
