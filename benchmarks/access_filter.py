@@ -14,8 +14,9 @@ groups (drawn at random) and the rest are open. The rows, each over the same que
   no group          a user in no group: every restricted document is hidden
 
 A search reads its bases' restricted documents from the catalog on every question
-(HybridSearcher.readable) and passes the ids the reader may not read as `hidden` to Chroma (a
-`$nin` filter) and to bm25s, before ranking; "hidden ids" is how many it passes down, and "step 1"
+(HybridSearcher.readable) and passes the ids the reader may not read as `hidden` to Chroma (their
+chunks, dropped from a deeper unfiltered query; a `$nin` filter when too few rows remain) and to
+bm25s (a mask kept per reader), before ranking; "hidden ids" is how many it passes down, and "step 1"
 is that catalog read alone (base lookup, restricted rules, the reader's decision), timed on its own.
 "fewest results" is the fewest a query got (10 when filtering leaves enough readable documents), and
 "leaked" counts results of documents the reader may not read: anything but 0 ends the script with 1.
@@ -150,9 +151,9 @@ async def time_rows(stack: RetrievalStack, rows: list[Row], texts: list[str], ve
             if n >= warmup:
                 row.search_ms.append(search_ms)
                 row.step1_ms.append(step1_ms)
-            row.hidden = len(hidden)
+            row.hidden = len(hidden.documents)
             row.fewest = len(results) if row.fewest is None else min(row.fewest, len(results))
-            row.leaked += sum(r.knowledge_id in hidden for r in results)
+            row.leaked += sum(r.knowledge_id in hidden.documents for r in results)
         if (n + 1) % 20 == 0:
             print(f"\r  queries {n + 1}/{len(texts)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)

@@ -37,7 +37,7 @@ from ragline.retrieval.fusion import Fused, Hit, fuse, normalize_keyword_scores
 from ragline.retrieval.image_recall import image_depth, image_space, vector_pool
 from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.retrieval.tokenizer import tokenize
-from ragline.retrieval.types import KnowledgeBase, KnowledgeBaseType, SearchParams
+from ragline.retrieval.types import NOTHING_HIDDEN, Hidden, KnowledgeBase, KnowledgeBaseType, SearchParams
 from ragline.retrieval.vector_store import VectorStore
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class _Query:
     embedding: list[float] | None
     tokens: list[str]
     knowledge_ids: list[str] | None
-    hidden: frozenset[str]  # documents of these bases the reader may not read: never scored
+    hidden: Hidden  # documents of these bases the reader may not read (and their chunks): never scored
     vector_threshold: float
     keyword_threshold: float
     image_embedding: list[float] | None = None  # the question in the multimodal model's space (image recall)
@@ -95,7 +95,7 @@ class HybridSearcher:
         self.settings = settings
         self.image_embedder = image_embedder  # the multimodal model; None: no image recall, nothing changes
         self._rules: dict[str, tuple[tuple[int, int] | None, dict[str, AccessRule]]] = {}  # per base: its stamp, its restricted documents
-        self._hidden: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()  # (stamps, user, groups) -> what that reader may not read
+        self._hidden: OrderedDict[tuple[Any, ...], Hidden] = OrderedDict()  # (stamps, user, groups) -> what that reader may not read
         self._access_lock = threading.Lock()
 
     async def search(self, params: SearchParams) -> list[SearchResult]:
@@ -123,13 +123,13 @@ class HybridSearcher:
             kbs.append(kb)
         return kbs
 
-    def readable(self, kb_ids: list[str], who: Principal) -> tuple[list[KnowledgeBase], frozenset[str]]:
+    def readable(self, kb_ids: list[str], who: Principal) -> tuple[list[KnowledgeBase], Hidden]:
         """The bases `who` may search, and their documents `who` may not read. The bases' access
         stamps are read on every search, so a changed rule holds from the next question on; the
         restricted documents are read again only when a stamp moved (thousands of rows a search)."""
         kbs = self.authorize(kb_ids, who)
         if who.operator:  # every rule lets the service's own work in
-            return kbs, frozenset()
+            return kbs, NOTHING_HIDDEN
         ids = [kb.id for kb in kbs]
         stamps = self.catalog.access_stamps(ids)  # before the rules: a change in between is read again next time
         key = (tuple((kb_id, stamps.get(kb_id)) for kb_id in ids), who.user_id, who.groups)
@@ -153,12 +153,13 @@ class HybridSearcher:
             if refused[id(rule)]:
                 hidden.append(doc_id)
         with self._access_lock:
-            self._hidden[key] = answer = frozenset(hidden)
+            # its chunks are read once, by the first store that asks (Chroma); the stamps key them too
+            self._hidden[key] = answer = Hidden(hidden, self.catalog.chunk_ids_of) if hidden else NOTHING_HIDDEN
             while len(self._hidden) > HIDDEN_CACHE_READERS:
                 self._hidden.popitem(last=False)
         return kbs, answer
 
-    async def _prepare_query(self, params: SearchParams, kbs: list[KnowledgeBase], hidden: frozenset[str] = frozenset()) -> _Query:
+    async def _prepare_query(self, params: SearchParams, kbs: list[KnowledgeBase], hidden: Hidden = NOTHING_HIDDEN) -> _Query:
         use_keyword = not params.disable_keyword and any(kb.type == KnowledgeBaseType.DOCUMENT for kb in kbs)
         embedding = None
         if not params.disable_vector:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import bm25s
@@ -21,6 +22,9 @@ import numpy as np
 
 from ragline import defaults
 from ragline.retrieval.catalog import Catalog, ChunkRecord
+from ragline.retrieval.types import NOTHING_HIDDEN, Hidden
+
+HIDDEN_MASKS = 16  # readers' hidden-document masks a snapshot keeps
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class KeywordIndex(Protocol):
 
     async def search(
         self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None,
-        hidden: Collection[str] = (),
+        hidden: Hidden = NOTHING_HIDDEN,
     ) -> list[KeywordHit]:
         """The best BM25 chunks, of `knowledge_ids` only when given, never of a `hidden` document."""
         ...
@@ -53,6 +57,7 @@ class _Snapshot:
     chunk_ids: np.ndarray
     document_codes: np.ndarray  # each chunk's document as an integer: masks compare integers, not strings
     code_of: dict[str, int]  # document id -> its code
+    _hidden_masks: OrderedDict[frozenset[str], np.ndarray] = field(default_factory=OrderedDict)  # a reader's hidden documents -> its mask
 
     @classmethod
     def of(cls, revision: int, retriever: bm25s.BM25 | None, chunk_ids: list[str], knowledge_ids: list[str]) -> _Snapshot:
@@ -64,6 +69,17 @@ class _Snapshot:
         """Which chunks belong to one of these documents (a set lookup per document, not per chunk pair)."""
         codes = [self.code_of[k] for k in knowledge_ids if k in self.code_of]
         return np.isin(self.document_codes, np.asarray(codes, dtype=np.int64))
+
+    def of_hidden(self, documents: frozenset[str]) -> np.ndarray:
+        """`of_documents` of a reader's hidden documents, kept for the snapshot's life: the same
+        reader asks again with the same set (the searcher keeps it), and it spans thousands of ids."""
+        mask = self._hidden_masks.get(documents)
+        if mask is None:
+            mask = self.of_documents(documents)
+            self._hidden_masks[documents] = mask
+            while len(self._hidden_masks) > HIDDEN_MASKS:
+                self._hidden_masks.popitem(last=False)
+        return mask
 
 
 class Bm25sKeywordIndex:
@@ -111,7 +127,7 @@ class Bm25sKeywordIndex:
             return fresh
 
     def search_sync(self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None,
-                    hidden: Collection[str] = ()) -> list[KeywordHit]:
+                    hidden: Hidden = NOTHING_HIDDEN) -> list[KeywordHit]:
         snap = self.snapshot(kb_id)
         if snap.retriever is None or not tokens or top_k <= 0:
             return []
@@ -119,13 +135,13 @@ class Bm25sKeywordIndex:
         if knowledge_ids:
             scores = np.where(snap.of_documents(knowledge_ids), scores, 0.0)
         if hidden:
-            scores = np.where(snap.of_documents(hidden), 0.0, scores)
+            scores = np.where(snap.of_hidden(hidden.documents), 0.0, scores)
         k = min(top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [KeywordHit(str(snap.chunk_ids[i]), float(scores[i])) for i in top if scores[i] > 0]
 
     async def search(self, kb_id: str, tokens: list[str], top_k: int, knowledge_ids: list[str] | None = None,
-                     hidden: Collection[str] = ()) -> list[KeywordHit]:
+                     hidden: Hidden = NOTHING_HIDDEN) -> list[KeywordHit]:
         # off the event loop: even a fresh index reads its revision from the catalog (a file) first
         return await asyncio.to_thread(self.search_sync, kb_id, tokens, top_k, knowledge_ids, hidden)

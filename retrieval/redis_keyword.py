@@ -31,6 +31,7 @@ from redisvl.utils.token_escaper import TokenEscaper
 from ragline.retrieval.catalog import Catalog, ChunkRecord
 from ragline.retrieval.keyword_index import KeywordHit
 from ragline.retrieval.redis_connect import connect_search
+from ragline.retrieval.types import NOTHING_HIDDEN, Hidden
 
 _ESCAPER = TokenEscaper()
 REDIS_BM25_K1 = 1.2  # fixed by the search module's BM25STD
@@ -125,11 +126,11 @@ class RedisKeywordIndex:
                 raise
 
     def search_sync(self, kb_id: str, tokens: list[str], top_k: int,
-                    knowledge_ids: list[str] | None = None, hidden: Collection[str] = ()) -> list[KeywordHit]:
+                    knowledge_ids: list[str] | None = None, hidden: Hidden = NOTHING_HIDDEN) -> list[KeywordHit]:
         if not tokens or top_k <= 0:
             return []
         index = self.ensure_sync(kb_id)
-        query = FilterQuery(text_query(tokens, hidden), return_fields=["chunk_id"], num_results=top_k)
+        query = FilterQuery(text_query(tokens, hidden.documents), return_fields=["chunk_id"], num_results=top_k)
         query = query.scorer("BM25STD").with_scores().verbatim()
         if knowledge_ids:
             keys = [f"{key_prefix(kb_id)}:{c}" for c in self.catalog.chunk_ids_of(knowledge_ids)]
@@ -149,7 +150,7 @@ class RedisKeywordIndex:
         await asyncio.to_thread(self.delete_kb_sync, kb_id)
 
     async def search(self, kb_id: str, tokens: list[str], top_k: int,
-                     knowledge_ids: list[str] | None = None, hidden: Collection[str] = ()) -> list[KeywordHit]:
+                     knowledge_ids: list[str] | None = None, hidden: Hidden = NOTHING_HIDDEN) -> list[KeywordHit]:
         # The sync client in a worker thread: one connection pool serves every event loop
         # (CLI runs, tests, the server), where an asyncio client is bound to the loop that made it.
         return await asyncio.to_thread(self.search_sync, kb_id, tokens, top_k, knowledge_ids, hidden)

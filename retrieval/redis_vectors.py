@@ -33,6 +33,7 @@ from redisvl.query.filter import FilterExpression, Tag
 from ragline import defaults
 from ragline.retrieval.errors import RetrievalError
 from ragline.retrieval.redis_connect import connect_search
+from ragline.retrieval.types import NOTHING_HIDDEN, Hidden
 from ragline.retrieval.vector_store import ThreadedVectorStore, VectorHit, VectorQueryResult, VectorRow, image_spaces_prefix
 
 _WRITE_BATCH = 500  # rows per pipeline round trip
@@ -165,11 +166,11 @@ class RedisVectorStore(ThreadedVectorStore):
             self.delete_kb_sync(space)
 
     def query_sync(self, kb_id: str, embedding: list[float], top_k: int,
-                   knowledge_ids: list[str] | None = None, hidden: Collection[str] = ()) -> VectorQueryResult:
+                   knowledge_ids: list[str] | None = None, hidden: Hidden = NOTHING_HIDDEN) -> VectorQueryResult:
         if top_k <= 0:
             return VectorQueryResult([], False)
         query = VectorQuery(_blob(embedding), "embedding", return_fields=["chunk_id"], num_results=top_k,
-                            filter_expression=_documents_filter(knowledge_ids, hidden),
+                            filter_expression=_documents_filter(knowledge_ids, hidden.documents),
                             ef_runtime=self.ef_search)
         try:
             docs = self._index(kb_id).query(query)

@@ -6,6 +6,8 @@ Replaces types.SearchParams / types.SearchResult / KnowledgeBase of the seed
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -88,6 +90,37 @@ class Knowledge(BaseModel):
     access: AccessRule = Field(default_factory=AccessRule, description="Narrows its knowledge base's rule; open when empty.")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Hidden:
+    """What one reader may not read in the bases a search covers: the documents, by which every
+    store filters, and their chunks, read from the catalog only when a store that keys its rows by
+    chunk asks (Chroma: it then drops rows by id instead of fetching each row's document)."""
+
+    def __init__(self, documents: Collection[str] = (), chunks_of: Callable[[frozenset[str]], Collection[str]] | None = None) -> None:
+        self.documents = frozenset(documents)
+        self._chunks_of = chunks_of
+        self._chunks: frozenset[str] | None = None
+        self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return bool(self.documents)
+
+    def __repr__(self) -> str:
+        return f"Hidden({len(self.documents)} documents)"
+
+    @property
+    def chunks(self) -> frozenset[str] | None:
+        """The hidden documents' chunk ids; None when no catalog was given to read them from."""
+        if self._chunks_of is None or not self.documents:
+            return None if self.documents else frozenset()
+        with self._lock:  # a reader's Hidden is shared by its concurrent searches: read once
+            if self._chunks is None:
+                self._chunks = frozenset(self._chunks_of(self.documents))
+            return self._chunks
+
+
+NOTHING_HIDDEN = Hidden()
 
 
 class SearchParams(BaseModel):

@@ -10,6 +10,7 @@ One collection per knowledge base, and one per image model for its image vectors
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any, Protocol
 
 import chromadb
 from chromadb.config import Settings as ChromaSettings
+
+from ragline.retrieval.types import NOTHING_HIDDEN, Hidden
 
 # Chroma's Rust bindings hold the GIL for a whole call, and the event loop of this process waits for
 # it: 4,579 rows upserted 1,000 at a time stalled a loop up to ~250 ms, 250 at a time ~130 ms
@@ -59,7 +62,7 @@ class VectorStore(Protocol):
 
     async def query(
         self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
-        hidden: Collection[str] = (),
+        hidden: Hidden = NOTHING_HIDDEN,
     ) -> VectorQueryResult:
         """The nearest rows, of `knowledge_ids` only when given, never of a `hidden` document (one the reader may not read)."""
         ...
@@ -86,8 +89,13 @@ def _where(knowledge_ids: list[str] | None, hidden: Collection[str]) -> dict[str
     return clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
 
 
-CHROMA_OVERFETCH = 6  # a reader's filtered query first asks this many times the depth without a filter
+# A reader's filtered query first asks deeper without a filter: deep enough that the readable rows
+# expected among them are this many times the depth (a reader who may read a fifth asks ~8x), so the
+# `$nin` query after it is rare; never deeper than the cap.
+CHROMA_OVERFETCH_MARGIN = 1.4
+CHROMA_OVERFETCH_RETRY = 3  # short of readable rows: once more, this many times deeper, before the `$nin` query
 CHROMA_OVERFETCH_MAX = 1000
+ROW_COUNT_TTL_S = 10.0  # a collection's row count, for the over-fetch depth only (a stale one costs time, never a row)
 
 
 def chunk_id_of(row_id: str) -> str:
@@ -122,7 +130,7 @@ class ThreadedVectorStore:
         raise NotImplementedError
 
     def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
-                   hidden: Collection[str] = ()) -> VectorQueryResult:
+                   hidden: Hidden = NOTHING_HIDDEN) -> VectorQueryResult:
         raise NotImplementedError
 
     def embeddings_sync(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
@@ -142,7 +150,7 @@ class ThreadedVectorStore:
         await asyncio.to_thread(self.delete_image_spaces_sync, kb_id)
 
     async def query(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
-                    hidden: Collection[str] = ()) -> VectorQueryResult:
+                    hidden: Hidden = NOTHING_HIDDEN) -> VectorQueryResult:
         return await asyncio.to_thread(self.query_sync, kb_id, embedding, top_k, knowledge_ids, hidden)
 
     async def embeddings(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
@@ -158,6 +166,7 @@ class ChromaVectorStore(ThreadedVectorStore):
         self.ef_search = ef_search
         self.max_neighbors = max_neighbors
         self._collections: dict[str, Any] = {}
+        self._row_counts: dict[str, tuple[float, int]] = {}  # collection -> (until, rows): sizes the over-fetch
 
     @classmethod
     def persistent(cls, path: Path, ef_search: int = 200, max_neighbors: int = 32) -> ChromaVectorStore:
@@ -240,32 +249,45 @@ class ChromaVectorStore(ThreadedVectorStore):
                 self.delete_kb_sync(name[len(collection_name("")):])
 
     def query_sync(self, kb_id: str, embedding: list[float], top_k: int, knowledge_ids: list[str] | None = None,
-                   hidden: Collection[str] = ()) -> VectorQueryResult:
+                   hidden: Hidden = NOTHING_HIDDEN) -> VectorQueryResult:
         col = self._collection(kb_id, create=False)
         if col is None or top_k <= 0:
             return VectorQueryResult([], False)
-        if hidden and not knowledge_ids:
-            found = self._nearest_readable(col, embedding, top_k, hidden)
+        hidden_chunks = hidden.chunks if hidden and not knowledge_ids else None
+        if hidden_chunks is not None:
+            found = self._nearest_readable(col, embedding, top_k, hidden_chunks)
             if found is not None:
                 return found
         # Distances only, no count() first: Chroma returns fewer rows when it has fewer, and the
         # chunk id is read from the row id. Fetching metadatas tripled the cost of a 500-row query.
-        res = col.query(query_embeddings=[embedding], n_results=top_k, where=_where(knowledge_ids, hidden), include=["distances"])
+        res = col.query(query_embeddings=[embedding], n_results=top_k, where=_where(knowledge_ids, hidden.documents), include=["distances"])
         return _hits(res["ids"][0], res["distances"][0], top_k)
 
-    @staticmethod
-    def _nearest_readable(col: Any, embedding: list[float], top_k: int, hidden: Collection[str]) -> VectorQueryResult | None:
-        """The nearest rows of readable documents from a deeper query without a filter, or None when
-        too few of them were among it. Any `where` costs Chroma ~30 ms whatever it holds (a `$nin` of
-        8,000 ids or of 100), ten times an unfiltered query of this depth."""
-        depth = min(top_k * CHROMA_OVERFETCH, CHROMA_OVERFETCH_MAX)
-        res = col.query(query_embeddings=[embedding], n_results=depth, include=["distances", "metadatas"])
-        rows = [(row_id, dist) for row_id, dist, meta in zip(res["ids"][0], res["distances"][0], res["metadatas"][0])
-                if (meta or {}).get("knowledge_id") not in hidden]
-        exhausted = len(res["ids"][0]) < depth  # the collection holds no more rows: what is readable is all here
-        if len(rows) < top_k and not exhausted:
-            return None
-        return _hits([r for r, _ in rows[:top_k]], [d for _, d in rows[:top_k]], top_k)
+    def _nearest_readable(self, col: Any, embedding: list[float], top_k: int, hidden_chunks: frozenset[str]) -> VectorQueryResult | None:
+        """The nearest rows of readable documents from a deeper query without a filter (distances
+        only: a row's chunk id is its id, checked against the hidden documents' chunks), or None when
+        too few of them were among it, also once deeper. Any `where` costs Chroma ~30 ms whatever it
+        holds (a `$nin` of 8,000 ids or of 100), ten times an unfiltered query of this depth."""
+        readable_share = max(1.0 - len(hidden_chunks) / max(self._row_count(col), 1), 0.01)
+        depth = min(math.ceil(top_k * CHROMA_OVERFETCH_MARGIN / readable_share), CHROMA_OVERFETCH_MAX)
+        while True:
+            res = col.query(query_embeddings=[embedding], n_results=depth, include=["distances"])
+            rows = [(row_id, dist) for row_id, dist in zip(res["ids"][0], res["distances"][0]) if chunk_id_of(row_id) not in hidden_chunks]
+            exhausted = len(res["ids"][0]) < depth  # the collection holds no more rows: what is readable is all here
+            if len(rows) >= top_k or exhausted:
+                return _hits([r for r, _ in rows[:top_k]], [d for _, d in rows[:top_k]], top_k)
+            if depth >= CHROMA_OVERFETCH_MAX:
+                return None
+            depth = min(depth * CHROMA_OVERFETCH_RETRY, CHROMA_OVERFETCH_MAX)
+
+    def _row_count(self, col: Any) -> int:
+        name = getattr(col, "name", "")
+        kept = self._row_counts.get(name)
+        if kept is not None and kept[0] > time.monotonic():
+            return kept[1]
+        count = int(col.count())
+        self._row_counts[name] = (time.monotonic() + ROW_COUNT_TTL_S, count)
+        return count
 
     def embeddings_sync(self, kb_id: str, row_ids: list[str]) -> dict[str, list[float]]:
         col = self._collection(kb_id, create=False)

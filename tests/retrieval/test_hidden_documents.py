@@ -13,7 +13,7 @@ from ragline.ingestion.service import IngestionService, TextDocument
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.stack import RetrievalStack
 from ragline.retrieval.tokenizer import tokenize
-from ragline.retrieval.types import SearchParams
+from ragline.retrieval.types import NOTHING_HIDDEN, Hidden, SearchParams
 
 # Ten near-copies: a top 3 of the nearest is all restricted unless the filter runs before ranking.
 SECRETS = {f"Secret {n}": f"The vault code policy number {n} says the vault opens at dawn." for n in range(10)}
@@ -42,8 +42,8 @@ async def restricted_world(stack: RetrievalStack) -> tuple[str, dict[str, str]]:
 
 async def test_each_store_leaves_hidden_documents_out_before_its_top_k(backend):
     kb, ids = await restricted_world(backend)
-    hidden = frozenset(ids[title] for title in SECRETS)
-    assert set(backend.catalog.restricted_documents([kb])) == hidden
+    hidden = Hidden({ids[title] for title in SECRETS}, backend.catalog.chunk_ids_of)
+    assert set(backend.catalog.restricted_documents([kb])) == hidden.documents
     engines = backend.stores["default"]
     query = "What does the vault policy say?"
     vector = await backend.embedders.for_kb(backend.catalog.get_kb(kb)).embed_query(query)
@@ -94,7 +94,7 @@ async def test_a_document_restricted_after_the_search_read_the_rules_is_still_le
 
     def read_before_the_change(kb_ids, who):
         kbs, _ = stale(kb_ids, who)
-        return kbs, frozenset()  # as if every secret were committed after this read
+        return kbs, NOTHING_HIDDEN  # as if every secret were committed after this read
 
     monkeypatch.setattr(backend.searcher, "readable", read_before_the_change)
     params = SearchParams(query="What does the vault policy say?", knowledge_base_ids=[kb], match_count=5,
@@ -111,9 +111,9 @@ async def test_a_reader_who_may_read_little_still_gets_its_nearest_readable_rows
     for knowledge in stored[:-1]:
         stack.knowledge_bases.set_document_access(knowledge.id, Principal.operator_of("default"), AccessRule(groups=["vault"]))
     vector = await stack.embedders.for_kb(kb).embed_query("What does the vault code policy say?")
-    hidden = frozenset(k.id for k in stored[:-1])
-    found = await stack.stores["default"].vector.query(kb.id, vector, 3, None, hidden)
-    assert {hit.chunk_id for hit in found.hits} == set(stack.catalog.chunk_ids_of([stored[-1].id]))
+    for hidden in (Hidden({k.id for k in stored[:-1]}, stack.catalog.chunk_ids_of), Hidden({k.id for k in stored[:-1]})):
+        found = await stack.stores["default"].vector.query(kb.id, vector, 3, None, hidden)  # by their chunks; without them, by `$nin`
+        assert {hit.chunk_id for hit in found.hits} == set(stack.catalog.chunk_ids_of([stored[-1].id]))
 
 
 async def test_a_rule_set_anywhere_holds_for_the_next_search(backend, tmp_path: Path, embedder):

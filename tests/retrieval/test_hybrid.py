@@ -17,7 +17,7 @@ from ragline.retrieval.hybrid import (
     normalized_match_count,
     retrieval_pool_size,
 )
-from ragline.retrieval.types import SearchParams
+from ragline.retrieval.types import NOTHING_HIDDEN, SearchParams
 from ragline.retrieval.vector_store import ChromaVectorStore
 
 FACTS = [
@@ -48,7 +48,7 @@ class RecordingVectorStore:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    async def query(self, kb_id, embedding, top_k, knowledge_ids=None, hidden=()):
+    async def query(self, kb_id, embedding, top_k, knowledge_ids=None, hidden=NOTHING_HIDDEN):
         self.depths.append(top_k)
         if self.fail:
             raise ConnectionError("vector store unreachable")
