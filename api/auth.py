@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.requests import Request
 
 from ragline.api.errors import Unauthorized
+from ragline.contracts.access import audit
 from ragline.service.access import Principal
 from ragline.settings import Settings
 
@@ -34,7 +34,6 @@ DEV_PRINCIPAL = Principal("default", "default")
 USER_HEADER = "x-ragline-user"  # a trusted front end's key names the user it acts for
 GROUPS_HEADER = "x-ragline-groups"  # and the user's groups, comma-separated
 _NAME_CHARS = 200
-audit_log = logging.getLogger("ragline.audit")
 
 
 def key_digest(key: str) -> str:
@@ -135,12 +134,6 @@ def door_of(path: str) -> str:
     if path.startswith("/retrieval"):
         return "dify"
     return "rest"
-
-
-def audit(who: Principal, door: str, action: str, **fields: Any) -> None:
-    """One line per use of a key (who, which door, what, when), never the key itself."""
-    audit_log.info("key used", extra={"audit": {"key": who.key_name, "tenant": who.tenant_id, "user": who.user_id,
-                                                "door": door, "action": action, "at": datetime.now(UTC).isoformat(), **fields}})
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ragline.api import inputs, knowledge
-from ragline.api.auth import DEV_PRINCIPAL, audit, key_digest
+from ragline.api.auth import DEV_PRINCIPAL, key_digest
 from ragline.api.errors import ApiError, Unauthorized, handle_error
 from ragline.api.host import HttpHost, host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import SearchRequest
+from ragline.contracts.access import audit
 from ragline.retrieval.errors import KnowledgeBaseAccessError, KnowledgeBaseNotFoundError
 from ragline.retrieval.types import KnowledgeBase
 from ragline.service.access import Principal

@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from ragline import __version__, defaults
 from ragline.api import knowledge
-from ragline.api.auth import KeyRing, audit
+from ragline.api.auth import KeyRing
 from ragline.api.errors import ApiError, Unauthorized, error_body, validation_message
 from ragline.api.guards import api_key_of
 from ragline.api.host import HttpHost, host_of
@@ -46,6 +46,7 @@ from ragline.api.mcp_identity import (
     resource_url,
 )
 from ragline.api.schemas import SearchRequest
+from ragline.contracts.access import audit
 from ragline.contracts.request import PipelineRequest
 from ragline.models.embeddings import EmbeddingError
 from ragline.retrieval.errors import RetrievalError

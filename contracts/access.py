@@ -11,11 +11,15 @@ read is never scored, counted or shown; a reader without a user (`""`) passes no
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+audit_log = logging.getLogger("ragline.audit")
 ACCESS = "access"  # a passage's metadata key: the rule that let its reader see it ("tenant-wide", "document: group hr")
 _NAME_CHARS = 200
 _NAMES = 200
@@ -109,6 +113,15 @@ def derived_rule(rules: Iterable[AccessRule], asker: str) -> AccessRule | None:
     if len(restricting) == 1:
         return next(iter(restricting.values()))
     return AccessRule(users=[asker]) if asker.strip() else None
+
+
+def audit(who: Principal, door: str | None, action: str, **fields: Any) -> None:
+    """One line of the audit log: who (key name, tenant, user), which door, what, when; never a key.
+    A door writes one per request; a search (door None: whichever door asked) one more, with the
+    knowledge bases it read."""
+    record = {"key": who.key_name, "tenant": who.tenant_id, "user": who.user_id, **({"door": door} if door else {}),
+              "action": action, "at": datetime.now(UTC).isoformat(), **fields}
+    audit_log.info("key used", extra={"audit": record})
 
 
 def _listed(rule: AccessRule) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from ragline import defaults
-from ragline.contracts.access import ACCESS, AccessRule, Principal, decide
+from ragline.contracts.access import ACCESS, AccessRule, Principal, audit, decide
 from ragline.contracts.passages import ChunkType, MatchType, SearchResult
 from ragline.models.embeddings import Embedder
 from ragline.retrieval.catalog import Catalog, ChunkRecord
@@ -128,8 +128,9 @@ class HybridSearcher:
         stamps are read on every search, so a changed rule holds from the next question on; the
         restricted documents are read again only when a stamp moved (thousands of rows a search)."""
         kbs = self.authorize(kb_ids, who)
-        if who.operator:  # every rule lets the service's own work in
+        if who.operator:  # every rule lets the service's own work in (and is no key's use)
             return kbs, NOTHING_HIDDEN
+        audit(who, None, "search", knowledge_bases=[kb.id for kb in kbs])
         ids = [kb.id for kb in kbs]
         stamps = self.catalog.access_stamps(ids)  # before the rules: a change in between is read again next time
         key = (tuple((kb_id, stamps.get(kb_id)) for kb_id in ids), who.user_id, who.groups)

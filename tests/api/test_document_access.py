@@ -224,6 +224,20 @@ async def test_every_use_of_a_key_is_an_audit_line_without_the_key(world, caplog
     assert all("key-alice" not in json.dumps(r.audit) for r in lines)
 
 
+async def test_a_search_through_any_door_is_an_audit_line_with_its_knowledge_bases(world, scripted_model, caplog):
+    scripted_model.on(lambda body: True, Reply.text("Lunch is served from noon."))
+    handbook = world["kbs"]["handbook"]
+    with caplog.at_level(logging.INFO, logger="ragline.audit"):
+        async with AsyncOpenAI(base_url=f"{world['url']}/v1", api_key="key-bob", max_retries=0, timeout=120) as bob:
+            await bob.chat.completions.create(model="ragline/kb/handbook", messages=[{"role": "user", "content": QUESTION}])
+        async with client(world, "key-alice", Authorization="Bearer key-alice") as alice:
+            await alice.post("/retrieval", json={"knowledge_id": handbook, "query": QUESTION, "retrieval_setting": {"top_k": 3, "score_threshold": 0.0}})
+    lines = [r.audit for r in caplog.records if r.name == "ragline.audit"]
+    searches = {(line["user"], tuple(line["knowledge_bases"])) for line in lines if line["action"] == "search"}
+    assert searches >= {("bob", (handbook,)), ("alice", (handbook,))}
+    assert {line.get("door") for line in lines if line["action"] != "search"} >= {"openai", "dify"}
+
+
 READER = st.tuples(st.sampled_from(["alice", "bob", "carol", "dave"]), st.frozensets(st.sampled_from(["hr", "eng", "ops"]), max_size=2))
 RULE = st.builds(AccessRule, users=st.lists(st.sampled_from(["alice", "bob", "carol"]), max_size=2),
                  groups=st.lists(st.sampled_from(["hr", "eng", "ops"]), max_size=2))
