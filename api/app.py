@@ -56,6 +56,8 @@ ROUTES = [
     Route(f"{V1}/sessions", sessions.create_session, methods=["POST"]),
     Route(f"{V1}/sessions", sessions.list_sessions, methods=["GET"]),
     Route(f"{V1}/sessions/batch-delete", sessions.delete_sessions, methods=["POST"]),
+    Route(f"{V1}/sessions/clear", sessions.clear_sessions, methods=["POST"]),
+    Route(f"{V1}/sessions/continue-stream/{{session_id}}", chat.continue_stream, methods=["GET"], name="continue_stream_seed"),  # the seed's path
     Route(S, sessions.get_session, methods=["GET"]),
     Route(S, sessions.update_session, methods=["PATCH"]),
     Route(S, sessions.delete_session, methods=["DELETE"]),

@@ -45,12 +45,13 @@ def key_digest(key: str) -> str:
 # follows with an EventSource. The name is the decoded one (`api%5Fkey` is `api_key`, as Starlette
 # reads every parameter), and the access log judges names decoded too (ragline/logs.py).
 QUERY_KEY_ROUTES = ("/continue-stream", "/events")
+QUERY_KEY_PREFIXES = ("/api/v1/sessions/continue-stream/",)  # the seed's continue-stream path ends with the session id
 QUERY_KEY = "api_key"
 
 
 def accepts_query_key(method: str, path: str) -> bool:
     """Whether a request may present its key as `?api_key=` (one rule for the routes and the limiter)."""
-    return method == "GET" and path.endswith(QUERY_KEY_ROUTES)
+    return method == "GET" and (path.endswith(QUERY_KEY_ROUTES) or path.startswith(QUERY_KEY_PREFIXES))
 
 
 def presented_key(headers: Mapping[str, str], query: Mapping[str, str], *, allow_query: bool) -> str | None:

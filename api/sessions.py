@@ -77,6 +77,13 @@ async def delete_sessions(request: Request) -> Response:
     return _json(Deleted(deleted=await svc.conversations.delete(who, body.ids)))
 
 
+@doc("Delete every session of the caller (the tenant's other users keep theirs)", TAG, response=Deleted, errors=(401,))
+async def clear_sessions(request: Request) -> Response:
+    svc = host_of(request)
+    who = svc.authenticate(request)
+    return _json(Deleted(deleted=await svc.conversations.clear(who)))
+
+
 @doc("Generate the session's title now (from its first question, or the one given)", TAG, body=TitleRequest, response=Session, errors=(400, 401, 403, 404, 422))
 async def generate_title(request: Request) -> Response:
     svc = host_of(request)

@@ -8,6 +8,7 @@ is shown too, unfinished, with the text streamed so far.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 from typing import Any
 
@@ -35,6 +36,7 @@ from ragline.service.sessions import LastRequestState, Session, utcnow
 from ragline.service.titles import generate_title
 
 log = logging.getLogger(__name__)
+CLEAR_PAGE = 100  # sessions listed, and deleted, at a time when a user clears them all
 
 
 class MessageImage(BaseModel):
@@ -144,6 +146,28 @@ class ConversationService:
             await self.backend.checkpointer.adelete_thread(session.id)
             await self._forget_indexed(who.tenant_id, session.id)
         return [session.id for session in sessions]
+
+    async def clear(self, who: Principal) -> builtins.list[str]:
+        """Delete every session the caller owns (the tenant's other users' stay), as `delete` does one
+        batch: a running answer is stopped, the thread and its indexed turns go too."""
+        mine: builtins.list[str] = []
+        offset = 0
+        while True:
+            page, total = await self.backend.sessions.list(who.tenant_id, offset, CLEAR_PAGE)
+            mine += [session.id for session in page if session.owner_id == who.user_id]
+            offset += len(page)
+            if not page or offset >= total:
+                break
+        deleted: builtins.list[str] = []
+        for start in range(0, len(mine), CLEAR_PAGE):
+            batch = mine[start : start + CLEAR_PAGE]
+            try:
+                deleted += await self.delete(who, batch)
+            except NotFoundError:  # one went meanwhile (another tab deleted it): the rest one by one
+                for session_id in batch:
+                    with contextlib.suppress(NotFoundError):
+                        deleted += await self.delete(who, [session_id])
+        return deleted
 
     async def _forget_indexed(self, tenant_id: str, session_id: str) -> None:
         """A deleted conversation stops answering questions: its indexed turns go too. No

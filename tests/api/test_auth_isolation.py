@@ -47,6 +47,7 @@ def session_requests(sid: str, mid: str) -> list[tuple[str, str, dict]]:
         ("POST", f"{base}/knowledge-chat", {"json": {"query": "leak?"}}),
         ("POST", f"{base}/chat", {"json": {"query": "leak?"}}),
         ("GET", f"{base}/continue-stream", {"params": {"message_id": mid}}),
+        ("GET", f"/api/v1/sessions/continue-stream/{sid}", {"params": {"message_id": mid}}),  # the seed's path
         ("POST", f"{base}/stop", {"json": {"message_id": mid}}),
         ("POST", f"{base}/inject", {"json": {"content": "leak?"}}),
         ("GET", f"{base}/approvals", {}),
@@ -101,9 +102,23 @@ async def test_a_colleague_reads_but_only_the_owner_changes_or_deletes(clients):
     assert (await bob.get(f"/api/v1/sessions/{sid}")).status_code == 200
 
 
+async def test_clearing_sessions_clears_only_the_callers_own(clients):
+    mine = (await clients["a"].post("/api/v1/sessions", json={"title": "acme's"})).json()["id"]
+    bobs = (await clients["bob"].post("/api/v1/sessions", json={"title": "bob's"})).json()["id"]
+    globex = (await clients["b"].post("/api/v1/sessions", json={"title": "globex's"})).json()["id"]
+    cleared = (await clients["bob"].post("/api/v1/sessions/clear")).json()["deleted"]
+    assert bobs in cleared and mine not in cleared and globex not in cleared
+    assert (await clients["a"].get(f"/api/v1/sessions/{mine}")).status_code == 200
+    assert (await clients["b"].get(f"/api/v1/sessions/{globex}")).status_code == 200
+    assert (await clients["bob"].get(f"/api/v1/sessions/{bobs}")).status_code == 404
+
+
 async def test_an_event_source_may_pass_its_key_in_the_query(clients, server):
     sid, mid = await a_conversation(clients["a"])
     async with httpx.AsyncClient(base_url=server.url) as browser:
         got = await collect(browser, "GET", f"/api/v1/sessions/{sid}/continue-stream", params={"message_id": mid, "api_key": "key-a"})
         assert got[-1].type == "complete"
+        seed_path = await collect(browser, "GET", f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": mid, "api_key": "key-a"})
+        assert seed_path[-1].type == "complete"
+        assert (await browser.get(f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": mid, "api_key": "key-b"})).status_code in (403, 404)
         assert (await browser.get(f"/api/v1/sessions/{sid}", params={"api_key": "key-a"})).status_code == 401

@@ -76,6 +76,8 @@ async def test_continue_stream_replays_coalesced_then_follows_live(client, scrip
     full = await collect(client, "GET", f"/api/v1/sessions/{sid}/continue-stream", params={"message_id": message_id})
     assert types(full).count("answer") <= 2  # a finished answer replays as one frame (+ its done marker)
     assert answer_of(full) == WORDS
+    seed_path = await collect(client, "GET", f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": message_id})
+    assert [f.event for f in seed_path] == [f.event for f in full]  # the seed's path: a WeKnora client works unchanged
 
 
 async def test_continue_stream_with_last_event_id_continues_after_it(client, scripted_model):

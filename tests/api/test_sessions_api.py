@@ -35,6 +35,15 @@ async def test_sessions_are_deleted_one_or_in_a_batch(client, scripted_model):
     assert (await client.post("/api/v1/sessions/batch-delete", json={"ids": [ids[1]]})).status_code == 404
 
 
+async def test_a_user_clears_all_their_sessions(client, scripted_model):
+    mine = [await new_session(client, title=f"mine {i}") for i in range(3)]
+    await ask(client, mine[0], "a question before the clear")
+    cleared = await client.post("/api/v1/sessions/clear")
+    assert cleared.status_code == 200 and set(mine) <= set(cleared.json()["deleted"])
+    assert [(await client.get(f"/api/v1/sessions/{sid}")).status_code for sid in mine] == [404] * 3
+    assert (await client.post("/api/v1/sessions/clear")).json() == {"deleted": []}
+
+
 async def test_bad_session_input_is_4xx(client, scripted_model):
     sid = await new_session(client)
     assert (await client.get("/api/v1/sessions", params={"page_size": 100000})).status_code == 422
