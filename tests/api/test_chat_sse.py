@@ -349,3 +349,14 @@ async def test_with_a_durable_registry_every_turn_settles_the_thread_first(redis
             assert answer_of(await ask_once_free(client, sid)) == "Fine." and sid in reads
     finally:
         live.stop()
+
+
+async def test_an_answer_stream_has_the_seeds_response_headers(client, scripted_model):
+    """Seed: text/event-stream, no caching, kept alive, and no proxy buffering (nginx's X-Accel-Buffering)."""
+    scripted_model.on(lambda b: True, Reply.text("one two"))
+    sid = await new_session(client, title="t")
+    async with client.stream("POST", f"/api/v1/sessions/{sid}/chat", json=ASK) as response:
+        await response.aread()
+    headers = response.headers
+    assert headers["content-type"].startswith("text/event-stream")
+    assert (headers["cache-control"], headers["connection"], headers["x-accel-buffering"]) == ("no-cache", "keep-alive", "no")

@@ -64,3 +64,12 @@ def test_a_conversation_written_elsewhere_pairs_each_question_with_the_next_answ
         HumanMessage("now", additional_kwargs={"request_id": "current"}),
     ]
     assert [(t.query, t.answer) for t in pair_history(messages, 5, current_request_id="current")] == [("q1", "a1"), ("q3", "a3")]
+
+
+def test_history_reads_ten_messages_beyond_its_rounds_and_no_further():
+    """Seed: max_rounds*2 + 10 messages are read, so unpaired turns cost a round only past that slack."""
+    unpaired = [HumanMessage(f"lost {i}", additional_kwargs={"request_id": f"x{i}"}) for i in range(10)]
+    messages = _round("r0", "q0", "a0") + unpaired + _round("r1", "q1", "a1")  # 14 = 2*2 + 10 messages
+    assert [t.query for t in pair_history(messages, 2)] == ["q0", "q1"]
+    one_more = _round("r0", "q0", "a0") + unpaired + [HumanMessage("lost 10", additional_kwargs={"request_id": "x10"})] + _round("r1", "q1", "a1")
+    assert [t.query for t in pair_history(one_more, 2)] == ["q1"]  # the 15th message from the end is not read

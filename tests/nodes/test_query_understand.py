@@ -8,6 +8,7 @@ from ragline.nodes.query_understand import (
     query_understand,
 )
 from ragline.settings import Settings, get_settings
+from tests.conftest import SCRIPTED
 from tests.nodes.helpers import node_runtime
 from tests.scripted_model import Reply
 
@@ -143,3 +144,13 @@ async def test_a_text_rewrite_is_not_asked_for_an_image_description(scripted_mod
     await query_understand(_state(PipelineRequest(query="And how long does it last?"), [BATTERY_ROUND]), node_runtime())
     schema = scripted_model.requests[-1]["response_format"]["json_schema"]["schema"]
     assert set(schema["properties"]) == {"rewrite_query", "intent"}
+
+
+async def test_an_image_round_may_write_2048_tokens_and_a_text_round_far_fewer(scripted_model):
+    """Seed: an image round's output must hold the image's whole OCR text (max_tokens 2048)."""
+    scripted_model.on(lambda b: True, Reply.text('{"rewrite_query": "q", "intent": "kb_search", "image_description": "a sensor"}'))
+    request = PipelineRequest(query="What is this?", images=[{"url": "data:image/png;base64,AAAA"}], vlm_model=SCRIPTED)
+    await query_understand(_state(request, [BATTERY_ROUND]), node_runtime())
+    assert scripted_model.requests[-1]["max_tokens"] == 2048
+    await query_understand(_state(PipelineRequest(query="And how long does it last?"), [BATTERY_ROUND]), node_runtime())
+    assert scripted_model.requests[-1]["max_tokens"] < 2048

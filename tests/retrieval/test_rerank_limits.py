@@ -5,7 +5,7 @@ from __future__ import annotations
 from ragline import defaults
 from ragline.models.rerank import Reranker
 from ragline.retrieval.rerank_limits import max_input_tokens, passage_max_chars
-from ragline.retrieval.reranking import model_scores
+from ragline.retrieval.reranking import model_scores, rerank_results
 from tests.nodes.results import hit
 
 
@@ -35,3 +35,13 @@ async def test_the_model_receives_passages_cut_to_its_own_limit(scripted_server)
     assert sent[0] > defaults.RERANK_PASSAGE_MAX_CHARS  # a 4096-token model reads more than the old fixed 4,000
     assert sent[1] < defaults.RERANK_PASSAGE_MAX_CHARS  # a 512-token model reads less
     assert sent[2] <= defaults.RERANK_PASSAGE_MAX_CHARS  # an unknown model keeps the old limit
+
+
+async def test_the_rerank_model_reads_the_200_best_candidates_at_most(scripted_server):
+    """Seed: at most 200 passages go to the rerank model, the best-scored first."""
+    scripted_server.rerank_requests.clear()
+    results = [hit(f"c{n}", f"passage number {n} about pairing", score=1.0 - n / 1000) for n in range(250)]
+    reranker = Reranker("cohere/scripted-rerank", api_base=scripted_server.root_url, api_key="k")
+    await rerank_results("how long does pairing take?", results, reranker, threshold=0.0, top_k=10, scoped=False)
+    sent = [d if isinstance(d, str) else d["text"] for request in scripted_server.rerank_requests for d in request["documents"]]
+    assert len(sent) == 200 and "passage number 199 about pairing" in sent and "passage number 200 about pairing" not in sent
