@@ -110,12 +110,17 @@ class KnowledgeBaseService:
     def rules_of(self, knowledge_ids: Iterable[str]) -> builtins.list[AccessRule]:
         """Every rule a reader passes to read these documents: each one's base rule and its own. An id
         the catalog does not hold (a web page's) adds none."""
-        rules: builtins.list[AccessRule] = []
-        for knowledge in self.catalog.get_knowledge_many(knowledge_ids).values():
-            kb = self.catalog.get_kb(knowledge.knowledge_base_id)
-            rules += [kb.access] if kb is not None else []
-            rules += [knowledge.access] if knowledge.access is not None else []
-        return rules
+        return [rule for rules in self.rules_by_document(knowledge_ids).values() for rule in rules]
+
+    def rules_by_document(self, knowledge_ids: Iterable[str]) -> dict[str, builtins.list[AccessRule]]:
+        """Per document the catalog holds, the rules a reader passes to read it (two catalog reads in all)."""
+        documents = self.catalog.get_knowledge_many(knowledge_ids)
+        kbs = self.catalog.get_kbs(list({d.knowledge_base_id for d in documents.values()}))
+        out: dict[str, builtins.list[AccessRule]] = {}
+        for knowledge_id, knowledge in documents.items():
+            kb = kbs.get(knowledge.knowledge_base_id)
+            out[knowledge_id] = [*([kb.access] if kb is not None else []), *([knowledge.access] if knowledge.access is not None else [])]
+        return out
 
     def explain(self, knowledge: Knowledge, who: Principal) -> AccessDecision:
         """Whether `who` may read the document, and the rule that decides it."""

@@ -82,6 +82,10 @@ def _cut(text: str) -> str:
     return text[: defaults.CHAT_HISTORY_TEXT_MAX_CHARS]
 
 
+def _drawn_on(meta: dict[str, Any]) -> list[str]:
+    return [i for i in meta.get(DRAWN_ON) or [] if isinstance(i, str)]
+
+
 class ChatHistoryService:
     """Index answered turns and search them; built on the process's retrieval and ingestion."""
 
@@ -150,11 +154,12 @@ class ChatHistoryService:
             if result.knowledge_id not in best or result.score > best[result.knowledge_id].score:
                 best[result.knowledge_id] = result
         documents = self.services.retrieval.catalog.get_knowledge_many(list(best))
+        readable = self._readable_sources([d.metadata for d in documents.values()], who)
         hits = []
         for knowledge_id, result in best.items():
             document = documents.get(knowledge_id)
             meta: dict[str, Any] = document.metadata if document is not None else {}
-            if not meta.get("request_id") or not self._still_readable(meta, who):
+            if not meta.get("request_id") or not all(readable.get(i, True) for i in _drawn_on(meta)):
                 continue
             hits.append(MessageHit(
                 session_id=meta["session_id"], request_id=meta["request_id"], user_id=str(meta.get("user_id", "")),
@@ -164,13 +169,15 @@ class ChatHistoryService:
             ))
         return sorted(hits, key=lambda h: h.score, reverse=True)
 
-    def _still_readable(self, meta: dict[str, Any], who: Principal) -> bool:
-        """Whether `who` may read every document the turn drew on, as their rules are now (the asker
-        too: an answer from a document they may no longer read is not found again)."""
+    def _readable_sources(self, metas: list[dict[str, Any]], who: Principal) -> dict[str, bool]:
+        """Whether `who` may read each document these turns drew on, as their rules are now (the asker
+        too: an answer from a document they may no longer read is not found again); one catalog read
+        for all of them. A document the catalog no longer holds is not listed (nothing left to guard)."""
         if who.operator:
-            return True
-        drawn_on = [i for i in meta.get(DRAWN_ON) or [] if isinstance(i, str)]
-        return all(rule.lets_in(who) is not None for rule in self.services.retrieval.knowledge_bases.rules_of(drawn_on))
+            return {}
+        sources = {i for meta in metas for i in _drawn_on(meta)}
+        rules = self.services.retrieval.knowledge_bases.rules_by_document(sources)
+        return {doc: all(rule.lets_in(who) is not None for rule in doc_rules) for doc, doc_rules in rules.items()}
 
     async def forget_session(self, tenant_id: str, session_id: str) -> int:
         """Remove the indexed turns of a deleted session from every chat history of the tenant."""
