@@ -102,6 +102,8 @@ class PipelineRequest(_Frozen):
 
     # images
     images: tuple[ImageInput, ...] = Field((), description="Images attached to the question.")
+    quoted_context: str = Field("", max_length=defaults.QUOTED_CONTEXT_MAX_CHARS,
+                                description="The part of an earlier answer the question replies to (seed: QuotedContext); the model reads it after the contexts.")
     vlm_model: str | None = Field(None, description="Vision model for images when the chat model has no vision.")
     chat_model_supports_vision: bool = Field(False, description="The chat model accepts images directly.")
 
@@ -130,7 +132,7 @@ class PipelineRequest(_Frozen):
 def _agent_config_fields() -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for name, info in PipelineRequest.model_fields.items():
-        if name in _PER_QUESTION_FIELDS:
+        if name in PER_QUESTION_FIELDS:
             continue
         nullable = info.annotation | None  # type: ignore[operator]
         # the request's bounds (rerank_top_k >= 1, ...) hold for a configured value too: an
@@ -139,7 +141,7 @@ def _agent_config_fields() -> dict[str, Any]:
     return fields
 
 
-_PER_QUESTION_FIELDS = ("query", "images")
+PER_QUESTION_FIELDS = ("query", "images", "quoted_context")  # what every turn sets itself: never an assistant's configuration
 
 # The seed's agent configuration: defaults for every request knob but the question itself,
 # set once per assistant (the run context) and overridden by what a request sets explicitly.

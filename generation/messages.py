@@ -81,10 +81,19 @@ def history_messages(history: list[HistoryTurn]) -> list[Message]:
     return messages
 
 
+def quoted_block(request: PipelineRequest) -> str:
+    """The part of an earlier answer the question replies to, each line marked as a quote, as the
+    model reads it after the question's contexts (prompts/quoted_context.yaml); "" when none."""
+    if not request.quoted_context.strip():
+        return ""
+    lines = "\n".join(f"> {line}" for line in request.quoted_context.strip().splitlines())
+    return prompts.render(prompts.get("quoted_context").text(), quoted=lines)
+
+
 def prepare_messages(state: PipelineState) -> list[Message]:
     """System prompt, earlier rounds in order, then the current user message."""
     request = state["request"]
-    user_content = state.get("user_content") or request.query
+    user_content = state.get("user_content") or "\n\n".join(filter(None, [request.query, quoted_block(request)]))
     return [
         {"role": "system", "content": system_prompt(state)},
         *history_messages(state.get("history", [])),

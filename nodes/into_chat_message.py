@@ -5,8 +5,9 @@ The seed's ValidateInput gate runs earlier, when the turn begins (generation/inp
 rendered once, through the answer's citation registry: each under its alias, FAQ answers first
 and marked exact when FAQ priority is on; for a local model, as plain passages (see
 `ragline.citations.render.render_plain_results`). The context template is rendered even with no
-contexts, so the current time still reaches the model. The rendered message is stored on the
-user message for audit.
+contexts, so the current time still reaches the model. A question that replies to a quoted part
+of an earlier answer gets it after the template (prompts/quoted_context.yaml). The rendered
+message is stored on the user message for audit.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ragline.contracts import thread_messages
 from ragline.contracts.context import RunContext
 from ragline.contracts.state import PipelineState
 from ragline.generation.citing import render_contexts, source_chunks
-from ragline.generation.messages import placeholder_values
+from ragline.generation.messages import placeholder_values, quoted_block
 from ragline.services import services_of
 
 
@@ -41,6 +42,8 @@ async def into_chat_message(state: PipelineState, runtime: Runtime[RunContext]) 
     template = request.summary.context_template or prompts.get("context_template").text()
     values = {**placeholder_values(state), "query": request.query, "contexts": contexts or "(no retrieved contexts)"}
     user_content = prompts.render(template, **values)
+    if quote := quoted_block(request):
+        user_content += "\n\n" + quote
     return {
         "user_content": user_content,
         "rendered_contexts": contexts,

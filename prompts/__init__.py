@@ -21,6 +21,7 @@ TEMPLATE_FILES = (
     "intent_prompts",
     "system_prompt",
     "context_template",
+    "quoted_context",
     "fallback",
     "generate_session_title",
     "keywords_extraction",

@@ -70,6 +70,7 @@ DEFAULT_FAQ_SCORE_BOOST = 1.2  # multiplier for FAQ hits when FAQ priority is on
 HISTORY_FETCH_SLACK = 10  # messages fetched beyond max_rounds*2 to survive unpaired turns
 
 # --- query understanding (query_understand.go) ---
+QUOTED_CONTEXT_MAX_CHARS = 4000  # of an earlier answer a question quotes: a passage, not the whole answer again
 QUERY_UNDERSTAND_MAX_TOKENS = 128  # rewrite + intent JSON is ~20 tokens plus the question; a looping small model stops here, not at 512
 QUERY_UNDERSTAND_IMAGE_MAX_TOKENS = 2048  # image rounds must fit the full OCR text
 INTENT_EXEMPLAR_MARGIN = 0.03  # small talk must beat every question exemplar by this much (e5 scores bunch up)

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ragline.contracts.request import AgentConfig, PipelineRequest, effective_request
+from ragline.contracts.request import PER_QUESTION_FIELDS, AgentConfig, PipelineRequest, effective_request
 from ragline.mcp_client.client import McpServerError
 from ragline.mcp_client.oauth import AuthorizationRequired, McpUser
 from ragline.models.chat import LOCAL_TOOLS_REFUSAL, ChatClient
@@ -41,8 +41,6 @@ from ragline.service.knowledge_access import authorize_knowledge, knowledge_name
 from ragline.service.models import check_models
 from ragline.services import Services
 from ragline.settings import Settings
-
-PER_QUESTION = ("query", "images")  # what every turn sets itself, whatever the assistant allows
 
 
 class AssistantCreate(BaseModel):
@@ -116,7 +114,7 @@ def check_agent_model(request: PipelineRequest, settings: Settings) -> None:
 
 def refused_settings(assistant: Assistant, own: dict[str, Any]) -> builtins.list[str]:
     """The settings a turn sets that the assistant does not let it set."""
-    allowed = {*assistant.overridable, *PER_QUESTION}
+    allowed = {*assistant.overridable, *PER_QUESTION_FIELDS}  # a turn's own question, whatever the assistant allows
     return [name for name in own if name not in allowed]
 
 

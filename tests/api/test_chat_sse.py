@@ -360,3 +360,15 @@ async def test_an_answer_stream_has_the_seeds_response_headers(client, scripted_
     headers = response.headers
     assert headers["content-type"].startswith("text/event-stream")
     assert (headers["cache-control"], headers["connection"], headers["x-accel-buffering"]) == ("no-cache", "keep-alive", "no")
+
+
+async def test_a_question_that_quotes_an_earlier_answer_gives_the_model_the_quote(client, scripted_model):
+    """Seed: QuotedContext. Over /chat (no knowledge) too; an over-long quote is a 422, not a cut."""
+    scripted_model.on(lambda b: True, Reply.text("Because the sensor is outdoors."))
+    sid = await new_session(client, title="t")
+    quote = "The sensor reports every 48 seconds."
+    await collect(client, "POST", f"/api/v1/sessions/{sid}/chat", json={**ASK, "query": "Why so often?", "quoted_context": quote})
+    user = scripted_model.requests[-1]["messages"][-1]["content"]
+    assert "Why so often?" in user and f"> {quote}" in user
+    too_long = await client.post(f"/api/v1/sessions/{sid}/chat", json={**ASK, "quoted_context": "x" * 4001})
+    assert too_long.status_code == 422 and "quoted_context" in too_long.text

@@ -9,7 +9,7 @@ SEED_TEMPLATE_IDS = {"rewrite", "intent_prompts", "system_prompt", "context_temp
 
 
 def test_every_seed_template_file_ships_and_loads():
-    assert set(prompts.TEMPLATE_FILES) == SEED_TEMPLATE_IDS | {"agent"}  # agent.yaml: the seed's agent_system_prompt and the loop's notes
+    assert set(prompts.TEMPLATE_FILES) == SEED_TEMPLATE_IDS | {"agent", "quoted_context"}  # agent.yaml: the seed's agent_system_prompt and the loop's notes; quoted_context.yaml: its QuotedContext block
     for name in prompts.TEMPLATE_FILES:
         assert prompts.load(name)
 
