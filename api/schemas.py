@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -73,6 +73,10 @@ class SessionPage(BaseModel):
 
 class BatchDelete(Strict):
     ids: list[str] = Field(min_length=1, max_length=defaults.SESSION_BATCH_DELETE_MAX)
+
+
+class ClearSessions(Strict):
+    confirm: Literal[True] = Field(description="Must be true: every session of the caller is deleted, with its messages.")
 
 
 class Deleted(BaseModel):

@@ -10,6 +10,7 @@ from ragline.api.host import host_of
 from ragline.api.openapi import doc
 from ragline.api.schemas import (
     BatchDelete,
+    ClearSessions,
     Deleted,
     PageQuery,
     SessionCreate,
@@ -77,10 +78,12 @@ async def delete_sessions(request: Request) -> Response:
     return _json(Deleted(deleted=await svc.conversations.delete(who, body.ids)))
 
 
-@doc("Delete every session of the caller (the tenant's other users keep theirs)", TAG, response=Deleted, errors=(401,))
+@doc("Delete every session of the caller (the tenant's other users keep theirs); the body confirms it", TAG, body=ClearSessions,
+     response=Deleted, errors=(400, 401, 422))
 async def clear_sessions(request: Request) -> Response:
     svc = host_of(request)
     who = svc.authenticate(request)
+    await inputs.body(request, ClearSessions)
     return _json(Deleted(deleted=await svc.conversations.clear(who)))
 
 

@@ -106,7 +106,7 @@ async def test_clearing_sessions_clears_only_the_callers_own(clients):
     mine = (await clients["a"].post("/api/v1/sessions", json={"title": "acme's"})).json()["id"]
     bobs = (await clients["bob"].post("/api/v1/sessions", json={"title": "bob's"})).json()["id"]
     globex = (await clients["b"].post("/api/v1/sessions", json={"title": "globex's"})).json()["id"]
-    cleared = (await clients["bob"].post("/api/v1/sessions/clear")).json()["deleted"]
+    cleared = (await clients["bob"].post("/api/v1/sessions/clear", json={"confirm": True})).json()["deleted"]
     assert bobs in cleared and mine not in cleared and globex not in cleared
     assert (await clients["a"].get(f"/api/v1/sessions/{mine}")).status_code == 200
     assert (await clients["b"].get(f"/api/v1/sessions/{globex}")).status_code == 200

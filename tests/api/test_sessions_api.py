@@ -38,10 +38,13 @@ async def test_sessions_are_deleted_one_or_in_a_batch(client, scripted_model):
 async def test_a_user_clears_all_their_sessions(client, scripted_model):
     mine = [await new_session(client, title=f"mine {i}") for i in range(3)]
     await ask(client, mine[0], "a question before the clear")
-    cleared = await client.post("/api/v1/sessions/clear")
+    assert (await client.post("/api/v1/sessions/clear")).status_code == 400  # no body: nothing confirmed
+    assert (await client.post("/api/v1/sessions/clear", json={"confirm": False})).status_code == 422
+    assert (await client.get(f"/api/v1/sessions/{mine[0]}")).status_code == 200
+    cleared = await client.post("/api/v1/sessions/clear", json={"confirm": True})
     assert cleared.status_code == 200 and set(mine) <= set(cleared.json()["deleted"])
     assert [(await client.get(f"/api/v1/sessions/{sid}")).status_code for sid in mine] == [404] * 3
-    assert (await client.post("/api/v1/sessions/clear")).json() == {"deleted": []}
+    assert (await client.post("/api/v1/sessions/clear", json={"confirm": True})).json() == {"deleted": []}
 
 
 async def test_bad_session_input_is_4xx(client, scripted_model):
