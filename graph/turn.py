@@ -54,8 +54,10 @@ class TurnWrites:
     def _take(self, update: dict[str, Any]) -> None:
         if "chat_response" in update:
             self.chat_response = update["chat_response"]
-        for passages in (update.get("merge_results"), update.get("sources")):
-            self.drawn_on |= knowledge_ids(passages or [])
+        for written in (update.get("merge_results"), update.get("sources")):
+            passages = getattr(written, "value", written)  # a reducer's Overwrite (the agent resets its sources) carries its list
+            if isinstance(passages, list):
+                self.drawn_on |= knowledge_ids(passages)
         messages = update.get("messages") or []
         for message in messages if isinstance(messages, list) else [messages]:
             if isinstance(message, RemoveMessage):

@@ -40,3 +40,17 @@ def test_updates_of_every_shape_keep_the_last_write_of_each_message_and_of_chat_
     assert writes.values()["chat_response"] == "response"
     writes.see({"edit": {"messages": [RemoveMessage(id="u")]}})
     assert [m.id for m in writes.values()["messages"]] == ["a"]
+
+
+def test_the_documents_a_turn_drew_on_are_gathered_from_every_shape_of_passage_write():
+    """Merged results (models, or dicts from a checkpoint), agent sources, and the agent's reset of
+    its sources (an Overwrite) all pass; none stops the turn."""
+    from langgraph.types import Overwrite
+
+    from tests.nodes.results import hit
+
+    writes = TurnWrites()
+    writes.see({"begin": {"sources": Overwrite([])}, "merge": {"merge_results": [hit("c1", knowledge_id="d1")]}})
+    writes.see({"agent": {"sources": [{"chunk_id": "c2", "knowledge_id": "d2"}, {"chunk_id": "web", "knowledge_id": ""}]}})
+    writes.see({"again": {"sources": Overwrite([{"chunk_id": "c3", "knowledge_id": "d3"}]), "merge_results": None}})
+    assert writes.values()["drawn_on"] == ["d1", "d2", "d3"]
