@@ -93,7 +93,7 @@ def test_content_signature_ignores_case_and_whitespace_runs(a, b):
 def test_agent_config_has_every_request_setting_but_the_question():
     from ragline.contracts.request import AgentConfig
 
-    assert set(AgentConfig.model_fields) == set(PipelineRequest.model_fields) - {"query", "images"}
+    assert set(AgentConfig.model_fields) == set(PipelineRequest.model_fields) - {"query", "images", "quoted_context"}  # what each question sets itself
     assert all(f.description for f in AgentConfig.model_fields.values())
 
 
