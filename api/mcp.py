@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from ragline import __version__, defaults
 from ragline.api import knowledge
-from ragline.api.auth import KeyRing
+from ragline.api.auth import KeyRing, presented_key
 from ragline.api.errors import ApiError, Unauthorized, error_body, validation_message
 from ragline.api.guards import api_key_of
 from ragline.api.host import HttpHost, host_of
@@ -347,17 +347,15 @@ class McpHttp:
         host = host_of(request)
         if self.identity is None:
             return host.authenticate(request)
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        token = token.strip() if scheme.lower() == "bearer" and not request.headers.get("x-api-key") else ""
-        if not token:
-            if request.headers.get("x-api-key") and not host.keyring.dev_mode:
-                return host.authenticate(request)
+        key = presented_key(request.headers, {}, allow_query=False)
+        in_key_header = bool(request.headers.get("x-api-key"))  # never sent to the issuer
+        if key is None or (in_key_header and host.keyring.dev_mode):
             raise Unauthorized("sign in: an OAuth access token of the authorization server in "
                                f"{RESOURCE_METADATA_PATH}, or an API key (X-API-Key or Authorization: Bearer)")
-        if host.keyring.knows(token):
+        if in_key_header or host.keyring.knows(key):
             return host.authenticate(request)
         try:
-            who = await self.identity.principal(token, resource_url(request))
+            who = await self.identity.principal(key, resource_url(request))
         except TokenRefused as exc:
             raise Unauthorized(str(exc)) from exc
         audit(who, "mcp", f"{request.method} /mcp", via="oauth")

@@ -127,13 +127,18 @@ class OAuthIdentity:
         return Principal(self.tenant, user.strip(), named, key_name=f"oauth {client}" if isinstance(client, str) else "oauth")
 
 
+def _public_base(request: Request) -> str:
+    """Where clients reach this service: settings.public_url behind a proxy, else the request's own address."""
+    return (host_of(request).settings.public_url or str(request.base_url)).rstrip("/")
+
+
 def resource_url(request: Request) -> str:
     """This service's /mcp as its clients reach it (the resource a token must be for)."""
-    return str(request.base_url).rstrip("/") + "/mcp"
+    return _public_base(request) + "/mcp"
 
 
 def resource_metadata_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/") + RESOURCE_METADATA_PATH
+    return _public_base(request) + RESOURCE_METADATA_PATH
 
 
 @doc("Where an MCP client gets an access token for /mcp (RFC 9728; served when MCP OAuth is configured)", "mcp", public=True)

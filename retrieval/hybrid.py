@@ -130,8 +130,8 @@ class HybridSearcher:
         kbs = self.authorize(kb_ids, who)
         if who.operator:  # every rule lets the service's own work in (and is no key's use)
             return kbs, NOTHING_HIDDEN
-        audit(who, None, "search", knowledge_bases=[kb.id for kb in kbs])
         ids = [kb.id for kb in kbs]
+        audit(who, None, "search", knowledge_bases=ids)
         stamps = self.catalog.access_stamps(ids)  # before the rules: a change in between is read again next time
         key = (tuple((kb_id, stamps.get(kb_id)) for kb_id in ids), who.user_id, who.groups)
         with self._access_lock:
